@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * otelprof.h - whole-system CPU profiler on eBPF, with OTLP profiles and pprof output.
+ *
+ * This is the only public header of libotelprof. Every exported symbol starts with
+ * `otelprof_`.
+ *
+ * Lifecycle
+ *   struct otelprof *p = otelprof_open(&opts);   // loads and verifies the BPF programs
+ *   otelprof_start(p);                           // attaches to cpu-clock on every online CPU
+ *   ... every report interval:
+ *   otelprof_collect(p, OTELPROF_FORMAT_OTLP, &buf, &len);  // samples since last collect
+ *   otelprof_buf_free(buf);
+ *   otelprof_stop(p);                            // detaches; samples taken so far are kept
+ *   otelprof_collect(p, ...);                    // delivers the remainder
+ *   otelprof_close(p);
+ *
+ * Threading
+ *   One handle may be used from several threads: otelprof_collect(), otelprof_get_stats(),
+ *   otelprof_start() and otelprof_stop() serialise internally. otelprof_close() must not race
+ *   with any other call on the same handle. While started, the library runs one thread of its
+ *   own that drains the BPF ring buffer; it never calls back into user code except through the
+ *   log callback.
+ *
+ * Privileges
+ *   Root, or CAP_BPF + CAP_PERFMON (load and attach), CAP_SYS_PTRACE (read other processes'
+ *   memory maps), CAP_DAC_READ_SEARCH (open binaries through /proc/PID/root and map_files) and
+ *   CAP_SYSLOG (kernel symbol addresses). otelprof_open() fails with -EPERM and logs which
+ *   capability is missing.
+ *
+ * Errors
+ *   Functions returning int return 0 on success or a negative errno-style code; codes in the
+ *   range [OTELPROF_ERR_BASE, OTELPROF_ERR_LAST] are the library's own. Constructors return
+ *   NULL and set errno. otelprof_strerror() names any code. The library never prints: it
+ *   reports through the log callback (see otelprof_set_log()).
+ *
+ * Memory
+ *   Buffers returned by the library are owned by it and released with otelprof_buf_free().
+ *   Every free/close function accepts NULL.
+ */
+#ifndef OTELPROF_H
+#define OTELPROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef OTELPROF_API
+#define OTELPROF_API __attribute__((visibility("default")))
+#endif
+
+#define OTELPROF_VERSION_MAJOR 0
+#define OTELPROF_VERSION_MINOR 1
+#define OTELPROF_VERSION_PATCH 0
+#define OTELPROF_VERSION_STRING "0.1.0"
+#define OTELPROF_VERSION_NUMBER \
+	(OTELPROF_VERSION_MAJOR * 10000 + OTELPROF_VERSION_MINOR * 100 + OTELPROF_VERSION_PATCH)
+
+/*
+ * otelprof_version_number() - version of the library loaded at run time, encoded as
+ * OTELPROF_VERSION_NUMBER is. Compare with the compile-time macro to detect a mismatch.
+ * otelprof_version_string() - the same as "MAJOR.MINOR.PATCH". Both are thread-safe.
+ */
+OTELPROF_API unsigned int otelprof_version_number(void);
+OTELPROF_API const char *otelprof_version_string(void);
+
+/* Library-specific error codes (returned negated, like errno values). */
+enum otelprof_error {
+	OTELPROF_ERR_BASE = 4000,
+	OTELPROF_ERR_NO_BTF = 4000,	 /* kernel has no BTF (/sys/kernel/btf/vmlinux) */
+	OTELPROF_ERR_BPF_LOAD = 4001,	 /* BPF programs failed to load or verify */
+	OTELPROF_ERR_PERF_EVENT = 4002,	 /* perf_event_open(cpu-clock) failed */
+	OTELPROF_ERR_NO_SUCH_PID = 4003, /* a target pid does not exist */
+	OTELPROF_ERR_OPTS = 4004,	 /* invalid option value */
+	OTELPROF_ERR_ENCODE = 4005,	 /* profile encoding failed */
+	OTELPROF_ERR_STATE = 4006,	 /* call not valid in the handle's current state */
+	OTELPROF_ERR_LAST = 4006,
+};
+
+/*
+ * otelprof_strerror() - a static, lower-case description of @err (negative or positive,
+ * errno or OTELPROF_ERR_*). Never returns NULL. Thread-safe.
+ */
+OTELPROF_API const char *otelprof_strerror(int err);
+
+enum otelprof_log_level {
+	OTELPROF_LOG_ERROR = 0,
+	OTELPROF_LOG_WARN = 1,
+	OTELPROF_LOG_INFO = 2,
+	OTELPROF_LOG_DEBUG = 3,
+};
+
+/*
+ * otelprof_log_fn - receives one message (no trailing newline) of the library or of libbpf.
+ * May be called from any thread, including the library's own; must not call back into the
+ * library.
+ */
+typedef void (*otelprof_log_fn)(enum otelprof_log_level level, const char *msg, void *ctx);
+
+/*
+ * otelprof_set_log() - route the library's (and libbpf's) messages up to @max_level to @fn.
+ * @fn NULL silences the library. Process-wide, like libbpf_set_print(); the default is no
+ * output. Returns the previous callback. Call before otelprof_open() if you want load-time
+ * messages; safe to call at any time.
+ */
+OTELPROF_API otelprof_log_fn otelprof_set_log(otelprof_log_fn fn, void *ctx,
+					      enum otelprof_log_level max_level);
+
+/* Flags for otelprof_opts.flags. */
+#define OTELPROF_F_NO_KERNEL_STACKS (1u << 0)  /* do not record kernel frames */
+#define OTELPROF_F_NO_SYMBOLIZE (1u << 1)      /* addresses + build ids only, no names */
+#define OTELPROF_F_FRAME_POINTERS (1u << 2)    /* walk user stacks with frame pointers only */
+
+#define OTELPROF_DEFAULT_FREQUENCY 20
+#define OTELPROF_MAX_FREQUENCY 10000
+
+/*
+ * struct otelprof_opts - options for otelprof_open(). Set @sz to sizeof(struct otelprof_opts)
+ * (OTELPROF_OPTS_INIT does it); zero fields take defaults. A larger @sz from a newer caller is
+ * accepted only if the bytes this library does not know are zero.
+ */
+struct otelprof_opts {
+	size_t sz;
+	/* Samples per second per CPU, 1..OTELPROF_MAX_FREQUENCY; 0 = 20. */
+	unsigned int frequency_hz;
+	/* Processes to profile (their threads included); NULL/0 = the whole system. */
+	const int *pids;
+	size_t pid_cnt;
+	/* OTELPROF_F_* */
+	unsigned int flags;
+	/* BPF ring buffer size in bytes (power of two >= 64 KiB); 0 = 4 MiB. */
+	size_t ringbuf_bytes;
+};
+
+#define OTELPROF_OPTS_INIT { .sz = sizeof(struct otelprof_opts) }
+
+/* Opaque profiler handle. */
+struct otelprof;
+
+/*
+ * otelprof_open() - validate @opts (NULL = defaults), load and verify the BPF programs.
+ * Nothing is sampled until otelprof_start().
+ * Returns a handle, or NULL with errno set: EINVAL/OTELPROF_ERR_OPTS for bad options
+ * (logged with the offending field), EPERM for missing privileges, OTELPROF_ERR_NO_SUCH_PID,
+ * OTELPROF_ERR_NO_BTF, OTELPROF_ERR_BPF_LOAD.
+ */
+OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts);
+
+/*
+ * otelprof_start() - attach the sampler to every online CPU and start the library's reader
+ * thread. Returns 0, -OTELPROF_ERR_PERF_EVENT, -OTELPROF_ERR_STATE if already started.
+ */
+OTELPROF_API int otelprof_start(struct otelprof *p);
+
+/*
+ * otelprof_stop() - detach from the CPUs, drain the ring buffer and stop the reader thread.
+ * Samples already taken remain available to otelprof_collect(). Returns 0 or a negative code;
+ * stopping a stopped handle returns 0.
+ */
+OTELPROF_API int otelprof_stop(struct otelprof *p);
+
+enum otelprof_format {
+	/* gzip-compressed pprof (perftools.profiles.Profile), as `go tool pprof` reads. */
+	OTELPROF_FORMAT_PPROF = 1,
+	/* serialized OTLP ExportProfilesServiceRequest (profiles v1development). */
+	OTELPROF_FORMAT_OTLP = 2,
+};
+
+/*
+ * otelprof_collect() - encode every sample gathered since the previous collect (or start) in
+ * @format and reset the gathered set. On success *@data points to a buffer of *@size bytes
+ * owned by the library: release it with otelprof_buf_free(). With no samples the result is a
+ * valid, empty profile. On failure the gathered samples are kept for the next call.
+ * Thread-safe. Returns 0, -EINVAL, -ENOMEM or -OTELPROF_ERR_ENCODE.
+ */
+OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format format, void **data,
+				  size_t *size);
+
+/* otelprof_buf_free() - release a buffer returned by otelprof_collect(). NULL is a no-op. */
+OTELPROF_API void otelprof_buf_free(void *data);
+
+/* Why a user stack walk ended early; indices of otelprof_stats.unwind_errors. */
+enum otelprof_unwind_error {
+	OTELPROF_UNWIND_OK = 0,
+	OTELPROF_UNWIND_NO_TABLE = 1,	   /* no unwind table for the binary (fell back or stopped) */
+	OTELPROF_UNWIND_PC_NOT_COVERED = 2, /* PC outside every known table row */
+	OTELPROF_UNWIND_BAD_MEMORY = 3,	   /* user stack memory unreadable */
+	OTELPROF_UNWIND_DEPTH_LIMIT = 4,   /* more frames than the walk allows (truncated) */
+	OTELPROF_UNWIND_VERIFIER_LIMIT = 5, /* loop/tail-call budget exhausted */
+	OTELPROF_UNWIND_UNKNOWN_MAPPING = 6, /* PC in anonymous/JIT memory without CFI */
+	OTELPROF_UNWIND_BAD_RULE = 7,	   /* unsupported CFA/return-address rule */
+	OTELPROF_UNWIND_NO_USER_REGS = 8,  /* kernel thread or registers unavailable */
+	OTELPROF_UNWIND_ERROR_MAX = 16,
+};
+
+/* otelprof_unwind_error_name() - short name of an otelprof_unwind_error ("no_table", ...). */
+OTELPROF_API const char *otelprof_unwind_error_name(int reason);
+
+/*
+ * struct otelprof_stats - counters since otelprof_open(). Set @sz before the call; the
+ * library fills min(@sz, its own size) bytes, so older callers keep working.
+ */
+struct otelprof_stats {
+	size_t sz;
+	uint64_t samples;	   /* samples received from the kernel */
+	uint64_t lost;		   /* samples the kernel could not queue (ring buffer full) */
+	uint64_t dropped;	   /* samples discarded in user space (e.g. memory bound) */
+	uint64_t collected;	   /* samples handed out by otelprof_collect() */
+	uint64_t processes;	   /* processes currently tracked */
+	uint64_t kernel_frames;	   /* kernel frames recorded */
+	uint64_t user_frames;	   /* user frames recorded */
+	uint64_t unsymbolized;	   /* frames left as mapping + address */
+	uint64_t unwind_table_bytes; /* bytes of unwind tables loaded into BPF maps */
+	uint64_t unwind_errors[OTELPROF_UNWIND_ERROR_MAX];
+};
+
+/* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */
+OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *st);
+
+/*
+ * otelprof_close() - stop if started, unload the BPF programs and free everything.
+ * Samples not collected are discarded. NULL is a no-op.
+ */
+OTELPROF_API void otelprof_close(struct otelprof *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTELPROF_H */

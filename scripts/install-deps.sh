@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build, the tests and the benchmarks need.
+# Idempotent: does nothing (and needs no network) when everything is present.
+set -euo pipefail
+
+packages=(
+	clang llvm lld
+	libbpf-dev bpftool
+	libelf-dev libdwarf-dev zlib1g-dev liblzma-dev libzstd-dev
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+	pkg-config make gcc binutils elfutils
+	linux-perf libcap2-bin procps file
+	g++ python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	case "$status" in
+	ii*) ;;
+	*) missing+=("$p") ;;
+	esac
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
