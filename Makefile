@@ -128,6 +128,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_A)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
+# tests/unit/fixture_*.c: helper programs the Go tests run (not counted as unit tests).
+FIXTURE_SRCS := $(wildcard tests/unit/fixture_*.c)
+FIXTURE_BINS := $(patsubst tests/unit/%.c,$(BUILD)/fixtures/%,$(FIXTURE_SRCS))
+$(BUILD)/fixtures/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_A)
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
 # tests/workloads/*.c: programs the BPF tests profile. Each is built with frame pointers
 # (NAME) and without (NAME-nofp).
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
@@ -153,7 +161,7 @@ include collector-config/collector.mk
 all: lib cli $(COLLECTOR)
 lib: $(LIB_SO) $(LIB_A)
 cli: $(CLI)
-test-bins: lib cli $(UNIT_BINS) $(WORKLOADS) $(WORKLOADS_NOFP)
+test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP)
 
 test: test-bins $(COLLECTOR)
 	$(Q)BUILD=$(abspath $(BUILD)) ./tests/run.sh
