@@ -41,9 +41,11 @@
 #ifndef OTELPROF_H
 #define OTELPROF_H
 
+#ifndef __VMLINUX_H__ /* bpf/ programs include this header for the shared enums */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel half of the sampler: a perf_event program on the cpu-clock software event (one per
+ * online CPU) that records pid, tid, thread name, cpu, time, the kernel stack and the user
+ * stack of the interrupted task, and sends one variable-length struct op_trace per sample
+ * through the `events` ring buffer. exec and exit of thread groups are sent too, so user
+ * space refreshes or retires its view of a process at the right time.
+ *
+ * Loaded by lib/sampler.c through the generated skeleton.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "otelprof_types.h"
+#include "otelprof.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Knobs set by lib/sampler.c between open and load. */
+const volatile bool kernel_stacks = true;
+const volatile bool filter_pids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by user space before load */
+} events SEC(".maps");
+
+/* Target thread groups when filter_pids is set (value unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OP_MAX_TARGET_PIDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_pids SEC(".maps");
+
+/* enum op_counter: per-CPU so the hot path never contends; user space sums. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OP_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/*
+ * Scratch record, one per CPU. Invariant: only the program running on that CPU touches it,
+ * and it is fully rewritten (header and the frames it reports) on every sample, so stale
+ * frames beyond n_kernel + n_user are never sent.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct op_trace);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/* Registers of the interrupted task's user context, or NULL for kernel threads. */
+static __always_inline struct pt_regs *user_regs(struct bpf_perf_event_data *ctx,
+						 struct task_struct *task)
+{
+	if (!BPF_CORE_READ(task, mm))
+		return NULL;
+	if ((ctx->regs.cs & 3) == 3)
+		return (struct pt_regs *)&ctx->regs;
+	return (struct pt_regs *)bpf_task_pt_regs(task);
+}
+
+/*
+ * Frame-pointer walk. Leaf first: the interrupted PC, then the return address saved beside
+ * each frame's saved rbp. Ends at a zero or misaligned frame pointer, or a non-increasing
+ * one (the stack grows down, so callers' frames are at higher addresses).
+ */
+static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first,
+						 struct pt_regs *regs)
+{
+	__u64 ip, bp, next[2];
+	__u32 n = 0;
+
+	ip = BPF_CORE_READ(regs, ip);
+	bp = BPF_CORE_READ(regs, bp);
+	if (first >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
+		return 0;
+	t->frames[first] = ip;
+	n = 1;
+	for (int i = 1; i < OP_MAX_USER_FRAMES; i++) {
+		__u32 idx = first + i;
+
+		if (!bp || (bp & 7)) {
+			break;
+		}
+		if (bpf_probe_read_user(next, sizeof(next), (void *)bp)) {
+			t->unwind_error = OTELPROF_UNWIND_BAD_MEMORY;
+			break;
+		}
+		if (!next[1])
+			break;
+		if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
+			break;
+		t->frames[idx] = next[1];
+		n++;
+		if (next[0] && next[0] <= bp)
+			break;
+		bp = next[0];
+		if (i == OP_MAX_USER_FRAMES - 1 && bp)
+			t->flags |= OP_TRACE_USER_TRUNCATED;
+	}
+	return n;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, zero = 0, size;
+	struct task_struct *task;
+	struct pt_regs *regs;
+	struct op_trace *t;
+	long n;
+
+	if (pid == 0) {
+		count(OP_CNT_IDLE);
+		return 0;
+	}
+	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) {
+		count(OP_CNT_FILTERED);
+		return 0;
+	}
+	t = bpf_map_lookup_elem(&scratch, &zero);
+	if (!t)
+		return 0;
+
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = pid;
+	t->tid = (__u32)pid_tgid;
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = bpf_ktime_get_ns();
+	t->flags = (ctx->regs.cs & 3) == 3 ? 0 : OP_TRACE_KERNEL_MODE;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->pad = 0;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+
+	t->n_kernel = 0;
+	if (kernel_stacks && (t->flags & OP_TRACE_KERNEL_MODE)) {
+		n = bpf_get_stack(ctx, t->frames, OP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (n > 0)
+			t->n_kernel = n / sizeof(__u64);
+	}
+
+	t->n_user = 0;
+	task = bpf_get_current_task_btf();
+	regs = user_regs(ctx, task);
+	if (regs) {
+		t->n_user = walk_frame_pointers(t, t->n_kernel, regs);
+	} else {
+		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;
+	}
+	if (t->unwind_error != OTELPROF_UNWIND_OK)
+		count(OP_CNT_UNWIND_BASE + (t->unwind_error & (OTELPROF_UNWIND_ERROR_MAX - 1)));
+	if (t->flags & OP_TRACE_USER_TRUNCATED)
+		count(OP_CNT_UNWIND_BASE + OTELPROF_UNWIND_DEPTH_LIMIT);
+
+	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
+	if (size > sizeof(*t))
+		size = sizeof(*t);
+	if (bpf_ringbuf_output(&events, t, size, 0)) {
+		count(OP_CNT_LOST);
+		return 0;
+	}
+	count(OP_CNT_SAMPLES);
+	return 0;
+}
+
+static __always_inline void send_proc_event(__u32 type, struct task_struct *task)
+{
+	struct op_proc_event e = {};
+	__u32 pid = BPF_CORE_READ(task, tgid);
+
+	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid))
+		return;
+	e.hdr.type = type;
+	e.hdr.pid = pid;
+	e.tid = BPF_CORE_READ(task, pid);
+	e.ktime_ns = bpf_ktime_get_ns();
+	BPF_CORE_READ_STR_INTO(&e.comm, task, comm);
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), 0))
+		count(OP_CNT_LOST);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	send_proc_event(OP_EV_EXEC, p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	/* Threads exit one by one; only the group leader's exit retires the process. */
+	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+		return 0;
+	send_proc_event(OP_EV_EXIT, p);
+	return 0;
+}
