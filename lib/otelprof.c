@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The public API: a handle that owns the sampler, the process tracker, the file cache, the
+ * kernel symbols and the profile being gathered; a reader thread turns ring buffer records
+ * into samples of that profile; otelprof_collect() encodes and resets it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
+#include "log.h"
+#include "otelprof.h"
+#include "proc.h"
+#include "profile.h"
+#include "sampler.h"
+#include "symbolize.h"
+
+/* Samples gathered between two collects beyond which new ones are dropped (and counted). */
+#define MAX_PENDING_SAMPLES (4u << 20)
+/* How long an exited process stays resolvable for samples still in flight. */
+#define EXITED_GRACE_NS (10ull * 1000000000ull)
+
+struct otelprof {
+	struct otelprof_opts opts;
+	int *pids;
+	unsigned int flags;
+
+	struct op_sampler *sampler;
+	struct op_filecache *files;
+	struct op_proctab *procs;
+	struct op_ksyms *ksyms;
+
+	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
+	struct op_profile *profile;
+	int64_t mono_to_unix_ns; /* unix = monotonic + this */
+	uint64_t kernel_mapping;
+	struct otelprof_stats stats;
+
+	pthread_mutex_t state_lock; /* serialises start/stop */
+	pthread_t reader;
+	atomic_bool stopping;
+	bool started;
+};
+
+OTELPROF_API unsigned int otelprof_version_number(void)
+{
+	return OTELPROF_VERSION_NUMBER;
+}
+
+OTELPROF_API const char *otelprof_version_string(void)
+{
+	return OTELPROF_VERSION_STRING;
+}
+
+OTELPROF_API const char *otelprof_strerror(int err)
+{
+	static const char *const own[] = {
+		[OTELPROF_ERR_NO_BTF - OTELPROF_ERR_BASE] =
+			"kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel built "
+			"with CONFIG_DEBUG_INFO_BTF=y",
+		[OTELPROF_ERR_BPF_LOAD - OTELPROF_ERR_BASE] = "BPF programs failed to load",
+		[OTELPROF_ERR_PERF_EVENT - OTELPROF_ERR_BASE] =
+			"cannot open or attach the cpu-clock perf event",
+		[OTELPROF_ERR_NO_SUCH_PID - OTELPROF_ERR_BASE] = "no such process",
+		[OTELPROF_ERR_OPTS - OTELPROF_ERR_BASE] = "invalid option",
+		[OTELPROF_ERR_ENCODE - OTELPROF_ERR_BASE] = "profile encoding failed",
+		[OTELPROF_ERR_STATE - OTELPROF_ERR_BASE] = "call not valid in this state",
+	};
+
+	if (err < 0)
+		err = -err;
+	if (err >= OTELPROF_ERR_BASE && err <= OTELPROF_ERR_LAST)
+		return own[err - OTELPROF_ERR_BASE];
+	switch (err) {
+	case 0:
+		return "success";
+	case EPERM:
+		return "operation not permitted (run as root or grant CAP_BPF, CAP_PERFMON, "
+		       "CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_SYSLOG)";
+	default:
+		return strerror(err); /* glibc's table is static and thread-safe to read */
+	}
+}
+
+OTELPROF_API const char *otelprof_unwind_error_name(int reason)
+{
+	static const char *const names[OTELPROF_UNWIND_ERROR_MAX] = {
+		[OTELPROF_UNWIND_OK] = "ok",
+		[OTELPROF_UNWIND_NO_TABLE] = "no_table",
+		[OTELPROF_UNWIND_PC_NOT_COVERED] = "pc_not_covered",
+		[OTELPROF_UNWIND_BAD_MEMORY] = "bad_memory",
+		[OTELPROF_UNWIND_DEPTH_LIMIT] = "depth_limit",
+		[OTELPROF_UNWIND_VERIFIER_LIMIT] = "verifier_limit",
+		[OTELPROF_UNWIND_UNKNOWN_MAPPING] = "unknown_mapping",
+		[OTELPROF_UNWIND_BAD_RULE] = "bad_rule",
+		[OTELPROF_UNWIND_NO_USER_REGS] = "no_user_regs",
+	};
+
+	if (reason < 0 || reason >= OTELPROF_UNWIND_ERROR_MAX || !names[reason])
+		return "unknown";
+	return names[reason];
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * Name the capabilities a non-root caller lacks. Returns 0 when everything needed to load
+ * and attach is there, -EPERM (after logging) otherwise.
+ */
+static int check_privileges(void)
+{
+	static const struct {
+		int cap;
+		const char *name;
+		bool required;
+	} caps[] = {
+		{ 39 /* CAP_BPF */, "CAP_BPF", true },
+		{ 38 /* CAP_PERFMON */, "CAP_PERFMON", true },
+		{ CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false },
+		{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH", false },
+		{ CAP_SYSLOG, "CAP_SYSLOG", false },
+	};
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+	char missing[256] = "", optional[256] = "";
+	bool fatal = false;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0; /* cannot tell: let the load itself fail with its own error */
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		int c = caps[i].cap;
+		bool has = data[c / 32].effective & (1u << (c % 32));
+		bool sys_admin = data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
+
+		if (has || (sys_admin && (c == 39 || c == 38)))
+			continue;
+		if (caps[i].required) {
+			fatal = true;
+			strcat(missing, missing[0] ? ", " : "");
+			strcat(missing, caps[i].name);
+		} else {
+			strcat(optional, optional[0] ? ", " : "");
+			strcat(optional, caps[i].name);
+		}
+	}
+	if (fatal) {
+		op_err("missing capabilities: %s (run as root, or grant CAP_BPF, CAP_PERFMON, "
+		       "CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_SYSLOG)", missing);
+		return -EPERM;
+	}
+	if (optional[0])
+		op_warn("missing capabilities: %s: other processes' binaries or kernel symbols may "
+			"not resolve (grant them for complete profiles)", optional);
+	return 0;
+}
+
+static int validate_opts(const struct otelprof_opts *in, struct otelprof_opts *out)
+{
+	size_t sz;
+
+	memset(out, 0, sizeof(*out));
+	out->sz = sizeof(*out);
+	if (!in)
+		goto defaults;
+	sz = in->sz;
+	if (sz < offsetof(struct otelprof_opts, flags)) {
+		op_err("invalid options: sz %zu is too small (initialise with OTELPROF_OPTS_INIT)",
+		       sz);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (sz > sizeof(*out)) {
+		for (const char *p = (const char *)in + sizeof(*out); p < (const char *)in + sz; p++)
+			if (*p) {
+				op_err("invalid options: fields unknown to library version %s are set",
+				       OTELPROF_VERSION_STRING);
+				return -OTELPROF_ERR_OPTS;
+			}
+		sz = sizeof(*out);
+	}
+	memcpy(out, in, sz);
+	out->sz = sizeof(*out);
+defaults:
+	if (!out->frequency_hz)
+		out->frequency_hz = OTELPROF_DEFAULT_FREQUENCY;
+	if (out->frequency_hz > OTELPROF_MAX_FREQUENCY) {
+		op_err("invalid frequency %u Hz: use 1 to %u", out->frequency_hz,
+		       OTELPROF_MAX_FREQUENCY);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->pid_cnt && !out->pids) {
+		op_err("invalid options: pid_cnt is %zu but pids is NULL", out->pid_cnt);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->pid_cnt > OP_MAX_TARGET_PIDS) {
+		op_err("too many target pids (%zu): at most %d", out->pid_cnt, OP_MAX_TARGET_PIDS);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->flags & ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE |
+			   OTELPROF_F_FRAME_POINTERS)) {
+		op_err("invalid options: unknown flags 0x%x", out->flags);
+		return -OTELPROF_ERR_OPTS;
+	}
+	for (size_t i = 0; i < out->pid_cnt; i++) {
+		if (out->pids[i] <= 0 || (kill(out->pids[i], 0) && errno == ESRCH)) {
+			op_err("no such process: pid %d (check the pid, or omit pids to profile the "
+			       "whole system)", out->pids[i]);
+			return -OTELPROF_ERR_NO_SUCH_PID;
+		}
+	}
+	return 0;
+}
+
+static struct op_profile *new_profile(struct otelprof *p)
+{
+	struct op_profile_opts po = {
+		.period_ns = 1000000000ull / p->opts.frequency_hz,
+		.start_ns = clock_ns(CLOCK_REALTIME),
+		.scope_name = "otelprof",
+		.scope_version = OTELPROF_VERSION_STRING,
+	};
+
+	p->kernel_mapping = 0;
+	return op_profile_new(&po);
+}
+
+/* ------------------------------------------------------------------ record handling */
+
+static uint32_t marker_location(struct otelprof *p, const char *what)
+{
+	struct op_function_desc fd = { .name = what, .system_name = what };
+	struct op_line_desc line = { .function = op_profile_function(p->profile, &fd) };
+
+	return op_profile_location(p->profile, 0, 0, &line, 1, OP_FRAME_ABORT);
+}
+
+static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
+{
+	struct op_line_desc line = { 0 };
+	const char *module = NULL, *sym = NULL;
+	char name[256];
+
+	if (!p->kernel_mapping) {
+		struct op_mapping_desc md = { .filename = "[kernel.kallsyms]",
+					      .has_functions = 1 };
+
+		p->kernel_mapping = op_profile_mapping(p->profile, &md);
+	}
+	if (p->ksyms && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+		sym = op_ksyms_resolve(p->ksyms, addr, &module);
+	if (sym) {
+		struct op_function_desc fd = { .system_name = sym, .name = sym };
+
+		if (module) {
+			snprintf(name, sizeof(name), "%s [%s]", sym, module);
+			fd.name = name;
+		}
+		line.function = op_profile_function(p->profile, &fd);
+	} else {
+		p->stats.unsymbolized++;
+	}
+	return op_profile_location(p->profile, p->kernel_mapping, addr, &line, sym ? 1 : 0,
+				   OP_FRAME_KERNEL);
+}
+
+/*
+ * One user frame. @leaf: the interrupted PC; other frames are return addresses, looked up
+ * at addr - 1 so the call instruction (and its line) is what gets named.
+ */
+static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t addr,
+			      bool leaf)
+{
+	struct op_line_desc lines[OP_MAX_INLINE];
+	struct op_sym_result sr;
+	struct op_mapping_desc md = { 0 };
+	struct op_vma *vma = NULL;
+	struct op_file *file = NULL;
+	uint32_t mapping = 0;
+	size_t n = 0;
+
+	if (proc) {
+		vma = op_proc_find_vma(proc, addr);
+		if (!vma && op_proctab_refresh(p->procs, proc->pid, false) == 0)
+			vma = op_proc_find_vma(proc, addr);
+	}
+	if (vma) {
+		file = vma->path ? op_proc_vma_file(p->procs, proc, vma) : NULL;
+		md.memory_start = vma->start;
+		md.memory_limit = vma->end;
+		md.file_offset = vma->offset;
+		md.filename = vma->path;
+		if (file) {
+			md.build_id_gnu = op_file_build_id_gnu(file);
+			md.build_id_go = op_file_build_id_go(file);
+			md.build_id_htlhash = op_file_htlhash(file);
+		}
+	}
+	if (file && !(p->flags & OTELPROF_F_NO_SYMBOLIZE)) {
+		uint64_t off = (leaf ? addr : addr - 1) - vma->start + vma->offset, vaddr;
+
+		if (op_file_offset_to_vaddr(file, off, &vaddr) == 0 &&
+		    op_file_symbolize(file, vaddr, &sr) == 0) {
+			for (size_t i = 0; i < sr.n && i < OP_MAX_INLINE; i++) {
+				struct op_function_desc fd = {
+					.name = sr.lines[i].name,
+					.system_name = sr.lines[i].system_name,
+					.filename = sr.lines[i].file,
+					.start_line = sr.lines[i].start_line,
+				};
+
+				lines[n].function = op_profile_function(p->profile, &fd);
+				lines[n].line = sr.lines[i].line;
+				lines[n].column = 0;
+				n++;
+			}
+			md.has_functions = 1;
+			md.has_line_numbers = sr.lines[0].line != 0;
+			md.has_inline_frames = sr.n > 1;
+		}
+	}
+	if (!n)
+		p->stats.unsymbolized++;
+	if (vma)
+		mapping = op_profile_mapping(p->profile, &md);
+	return op_profile_location(p->profile, mapping, addr, lines, n,
+				   file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
+}
+
+static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t size)
+{
+	uint32_t locs[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + 2];
+	size_t nk = t->n_kernel, nu = t->n_user, n = 0;
+	struct op_process_desc pd = { .pid = t->hdr.pid };
+	struct op_sample_desc sd;
+	struct op_proc *proc;
+	char thread[OP_COMM_LEN + 1];
+
+	if (nk > OP_MAX_KERNEL_FRAMES || nu > OP_MAX_USER_FRAMES ||
+	    size < OP_TRACE_HDR_SIZE + (nk + nu) * sizeof(uint64_t)) {
+		p->stats.dropped++;
+		return;
+	}
+	if (op_profile_sample_count(p->profile) >= MAX_PENDING_SAMPLES) {
+		p->stats.dropped++;
+		return;
+	}
+	proc = nu ? op_proctab_get(p->procs, t->hdr.pid) : NULL;
+
+	for (size_t i = 0; i < nk; i++)
+		locs[n++] = kernel_location(p, t->frames[i]);
+	for (size_t i = 0; i < nu; i++)
+		locs[n++] = user_location(p, proc, t->frames[nk + i], i == 0);
+	if (t->flags & OP_TRACE_USER_TRUNCATED)
+		locs[n++] = marker_location(p, "[truncated]");
+	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
+		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "[unwind error: %s]",
+			 otelprof_unwind_error_name(t->unwind_error));
+		locs[n++] = marker_location(p, what);
+	}
+	p->stats.kernel_frames += nk;
+	p->stats.user_frames += nu;
+
+	memcpy(thread, t->comm, OP_COMM_LEN);
+	thread[OP_COMM_LEN] = '\0';
+	if (!proc)
+		proc = op_proctab_get(p->procs, t->hdr.pid);
+	if (proc) {
+		pd.executable_name = proc->exe_name;
+		pd.executable_path = proc->exe_path;
+		pd.container_id = proc->container_id;
+	} else {
+		pd.executable_name = thread;
+	}
+	sd = (struct op_sample_desc){
+		.stack = op_profile_stack(p->profile, locs, n),
+		.process = &pd,
+		.tid = t->tid,
+		.thread_name = thread,
+		.cpu = t->cpu,
+		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
+	};
+	if (op_profile_add_sample(p->profile, &sd))
+		p->stats.dropped++;
+	else
+		p->stats.samples++;
+}
+
+static void on_event(void *ctx, const void *data, size_t size)
+{
+	const struct op_event_hdr *h = data;
+	struct otelprof *p = ctx;
+
+	pthread_mutex_lock(&p->lock);
+	switch (h->type) {
+	case OP_EV_TRACE:
+		handle_trace(p, data, size);
+		break;
+	case OP_EV_EXEC:
+		op_proctab_refresh(p->procs, h->pid, true);
+		break;
+	case OP_EV_EXIT:
+		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
+		break;
+	default:
+		p->stats.dropped++;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *reader_main(void *arg)
+{
+	struct otelprof *p = arg;
+	uint64_t last_gc = clock_ns(CLOCK_MONOTONIC);
+
+	while (!atomic_load(&p->stopping)) {
+		uint64_t now;
+
+		if (op_sampler_poll(p->sampler, 100) < 0 && errno != EINTR)
+			usleep(10000);
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (now - last_gc > 1000000000ull) {
+			pthread_mutex_lock(&p->lock);
+			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
+			pthread_mutex_unlock(&p->lock);
+			last_gc = now;
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
+{
+	struct op_sampler_opts so = { 0 };
+	struct otelprof *p;
+	int err;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->state_lock, NULL);
+	err = validate_opts(opts, &p->opts);
+	if (err)
+		goto fail;
+	if (p->opts.pid_cnt) {
+		p->pids = calloc(p->opts.pid_cnt, sizeof(int));
+		if (!p->pids) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		memcpy(p->pids, p->opts.pids, p->opts.pid_cnt * sizeof(int));
+		p->opts.pids = p->pids;
+	}
+	p->flags = p->opts.flags;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		op_err("kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with "
+		       "CONFIG_DEBUG_INFO_BTF=y");
+		err = -OTELPROF_ERR_NO_BTF;
+		goto fail;
+	}
+	err = check_privileges();
+	if (err)
+		goto fail;
+
+	p->files = op_filecache_new(0);
+	p->procs = p->files ? op_proctab_new(p->files) : NULL;
+	p->profile = new_profile(p);
+	if (!p->files || !p->procs || !p->profile) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+		p->ksyms = op_ksyms_load(); /* NULL: kernel frames keep their addresses */
+
+	so.frequency_hz = p->opts.frequency_hz;
+	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
+	so.pids = p->opts.pids;
+	so.pid_cnt = p->opts.pid_cnt;
+	so.ringbuf_bytes = p->opts.ringbuf_bytes;
+	so.on_event = on_event;
+	so.ctx = p;
+	err = op_sampler_open(&so, &p->sampler);
+	if (err)
+		goto fail;
+	/* Read the targets' maps now, while they surely exist. */
+	for (size_t i = 0; i < p->opts.pid_cnt; i++)
+		op_proctab_get(p->procs, p->opts.pids[i]);
+	return p;
+fail:
+	otelprof_close(p);
+	errno = -err;
+	return NULL;
+}
+
+OTELPROF_API int otelprof_start(struct otelprof *p)
+{
+	int err;
+
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&p->state_lock);
+	if (p->started) {
+		err = -OTELPROF_ERR_STATE;
+		goto out;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->mono_to_unix_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	pthread_mutex_unlock(&p->lock);
+
+	err = op_sampler_attach(p->sampler);
+	if (err)
+		goto out;
+	atomic_store(&p->stopping, false);
+	err = pthread_create(&p->reader, NULL, reader_main, p);
+	if (err) {
+		op_sampler_detach(p->sampler);
+		op_err("cannot start the reader thread: %s", strerror(err));
+		err = -err;
+		goto out;
+	}
+	p->started = true;
+out:
+	pthread_mutex_unlock(&p->state_lock);
+	return err;
+}
+
+OTELPROF_API int otelprof_stop(struct otelprof *p)
+{
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&p->state_lock);
+	if (p->started) {
+		/* No new samples, then the thread, then everything already queued. */
+		op_sampler_detach(p->sampler);
+		atomic_store(&p->stopping, true);
+		pthread_join(p->reader, NULL);
+		op_sampler_drain(p->sampler);
+		p->started = false;
+	}
+	pthread_mutex_unlock(&p->state_lock);
+	return 0;
+}
+
+OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format format, void **data,
+				  size_t *size)
+{
+	struct op_profile *next;
+	uint8_t *out = NULL;
+	size_t len = 0;
+	uint64_t n;
+	int err;
+
+	if (!p || !data || !size)
+		return -EINVAL;
+	if (format != OTELPROF_FORMAT_PPROF && format != OTELPROF_FORMAT_OTLP)
+		return -EINVAL;
+	pthread_mutex_lock(&p->state_lock);
+	if (!p->started)
+		op_sampler_drain(p->sampler); /* the reader thread is stopped: we are the reader */
+	pthread_mutex_unlock(&p->state_lock);
+
+	pthread_mutex_lock(&p->lock);
+	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
+	if (format == OTELPROF_FORMAT_PPROF)
+		err = op_encode_pprof(p->profile, &out, &len);
+	else
+		err = op_encode_otlp(p->profile, &out, &len);
+	if (err) {
+		/* keep the samples for the next call */
+		pthread_mutex_unlock(&p->lock);
+		op_err("cannot encode the profile: %s", otelprof_strerror(err));
+		return err;
+	}
+	next = new_profile(p);
+	if (!next) {
+		pthread_mutex_unlock(&p->lock);
+		free(out);
+		return -ENOMEM;
+	}
+	n = op_profile_sample_count(p->profile);
+	op_profile_free(p->profile);
+	p->profile = next;
+	p->stats.collected += n;
+	pthread_mutex_unlock(&p->lock);
+
+	*data = out;
+	*size = len;
+	return 0;
+}
+
+OTELPROF_API void otelprof_buf_free(void *data)
+{
+	free(data);
+}
+
+OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *st)
+{
+	struct otelprof_stats s;
+	uint64_t counters[OP_CNT_MAX];
+	size_t sz;
+
+	if (!p || !st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	sz = st->sz;
+	pthread_mutex_lock(&p->lock);
+	s = p->stats;
+	s.processes = op_proctab_count(p->procs);
+	pthread_mutex_unlock(&p->lock);
+	if (op_sampler_counters(p->sampler, counters) == 0) {
+		s.lost = counters[OP_CNT_LOST];
+		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)
+			s.unwind_errors[i] = counters[OP_CNT_UNWIND_BASE + i];
+	}
+	s.sz = sizeof(s);
+	memcpy(st, &s, sz < sizeof(s) ? sz : sizeof(s));
+	st->sz = sz;
+	return 0;
+}
+
+OTELPROF_API void otelprof_close(struct otelprof *p)
+{
+	if (!p)
+		return;
+	otelprof_stop(p);
+	op_sampler_close(p->sampler);
+	op_profile_free(p->profile);
+	op_proctab_free(p->procs);
+	op_filecache_free(p->files);
+	op_ksyms_free(p->ksyms);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->state_lock);
+	free(p->pids);
+	free(p);
+}
