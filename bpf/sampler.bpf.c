@@ -63,15 +63,42 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
-/* Registers of the interrupted task's user context, or NULL for kernel threads. */
-static __always_inline struct pt_regs *user_regs(struct bpf_perf_event_data *ctx,
-						 struct task_struct *task)
+/* ctx fields must be read 8 bytes at a time; clang would narrow a plain `cs & 3` load. */
+static __always_inline bool sampled_user_mode(struct bpf_perf_event_data *ctx)
 {
+	return (*(volatile __u64 *)&ctx->regs.cs & 3) == 3;
+}
+
+/* The user registers a stack walk starts from. */
+struct user_regs {
+	__u64 ip, sp, bp;
+};
+
+/*
+ * The interrupted task's user context: from the sample itself when it hit user mode (ctx
+ * fields are read directly: the verifier rewrites those loads), else from the task's saved
+ * pt_regs. False for kernel threads, which have no user context.
+ */
+static __always_inline bool get_user_regs(struct bpf_perf_event_data *ctx,
+					  struct task_struct *task, struct user_regs *r)
+{
+	struct pt_regs *regs;
+
 	if (!BPF_CORE_READ(task, mm))
-		return NULL;
-	if ((ctx->regs.cs & 3) == 3)
-		return (struct pt_regs *)&ctx->regs;
-	return (struct pt_regs *)bpf_task_pt_regs(task);
+		return false;
+	if (sampled_user_mode(ctx)) {
+		r->ip = *(volatile __u64 *)&ctx->regs.ip;
+		r->sp = *(volatile __u64 *)&ctx->regs.sp;
+		r->bp = *(volatile __u64 *)&ctx->regs.bp;
+		return true;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return false;
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+	return true;
 }
 
 /*
@@ -80,29 +107,28 @@ static __always_inline struct pt_regs *user_regs(struct bpf_perf_event_data *ctx
  * one (the stack grows down, so callers' frames are at higher addresses).
  */
 static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first,
-						 struct pt_regs *regs)
+						 const struct user_regs *r)
 {
-	__u64 ip, bp, next[2];
+	__u64 bp = r->bp, next[2];
 	__u32 n = 0;
 
-	ip = BPF_CORE_READ(regs, ip);
-	bp = BPF_CORE_READ(regs, bp);
 	if (first >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
 		return 0;
-	t->frames[first] = ip;
+	t->frames[first] = r->ip;
 	n = 1;
 	for (int i = 1; i < OP_MAX_USER_FRAMES; i++) {
 		__u32 idx = first + i;
 
-		if (!bp || (bp & 7)) {
+		if (!bp || (bp & 7))
 			break;
-		}
 		if (bpf_probe_read_user(next, sizeof(next), (void *)bp)) {
 			t->unwind_error = OTELPROF_UNWIND_BAD_MEMORY;
 			break;
 		}
 		if (!next[1])
 			break;
+		/* keep clang from folding the bound into a pointer the verifier cannot check */
+		asm volatile("" : "+r"(idx));
 		if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
 			break;
 		t->frames[idx] = next[1];
@@ -122,7 +148,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, zero = 0, size;
 	struct task_struct *task;
-	struct pt_regs *regs;
+	struct user_regs regs;
 	struct op_trace *t;
 	long n;
 
@@ -143,7 +169,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->tid = (__u32)pid_tgid;
 	t->cpu = bpf_get_smp_processor_id();
 	t->ktime_ns = bpf_ktime_get_ns();
-	t->flags = (ctx->regs.cs & 3) == 3 ? 0 : OP_TRACE_KERNEL_MODE;
+	t->flags = sampled_user_mode(ctx) ? 0 : OP_TRACE_KERNEL_MODE;
 	t->unwind_error = OTELPROF_UNWIND_OK;
 	t->pad = 0;
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
@@ -157,9 +183,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
-	regs = user_regs(ctx, task);
-	if (regs) {
-		t->n_user = walk_frame_pointers(t, t->n_kernel, regs);
+	if (get_user_regs(ctx, task, &regs)) {
+		t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
 	} else {
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;
 	}

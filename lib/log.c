@@ -2,6 +2,7 @@
 /* The library's only output channel: a process-wide callback, also fed by libbpf. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 
@@ -16,8 +17,10 @@ static enum otelprof_log_level log_max = OTELPROF_LOG_WARN;
 
 static void vlog(enum otelprof_log_level level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char small[1024], *buf = small;
 	otelprof_log_fn fn;
+	va_list ap2;
+	int len;
 	void *ctx;
 	size_t n;
 
@@ -27,12 +30,24 @@ static void vlog(enum otelprof_log_level level, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&log_lock);
 	if (!fn || level > log_max)
 		return;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* verifier logs from libbpf run to many kilobytes: keep them whole */
+	va_copy(ap2, ap);
+	len = vsnprintf(small, sizeof(small), fmt, ap);
+	if (len >= (int)sizeof(small)) {
+		buf = malloc(len + 1);
+		if (buf)
+			vsnprintf(buf, len + 1, fmt, ap2);
+		else
+			buf = small;
+	}
+	va_end(ap2);
 	n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
 	if (n)
 		fn(level, buf, ctx);
+	if (buf != small)
+		free(buf);
 }
 
 void op_log(enum otelprof_log_level level, const char *fmt, ...)

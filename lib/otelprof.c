@@ -66,7 +66,8 @@ OTELPROF_API const char *otelprof_strerror(int err)
 		[OTELPROF_ERR_NO_BTF - OTELPROF_ERR_BASE] =
 			"kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel built "
 			"with CONFIG_DEBUG_INFO_BTF=y",
-		[OTELPROF_ERR_BPF_LOAD - OTELPROF_ERR_BASE] = "BPF programs failed to load",
+		[OTELPROF_ERR_BPF_LOAD - OTELPROF_ERR_BASE] =
+			"cannot load the BPF programs (the log at debug level has the verifier output)",
 		[OTELPROF_ERR_PERF_EVENT - OTELPROF_ERR_BASE] =
 			"cannot open or attach the cpu-clock perf event",
 		[OTELPROF_ERR_NO_SUCH_PID - OTELPROF_ERR_BASE] = "no such process",

@@ -87,13 +87,13 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	err = sampler_bpf__load(s->skel);
 	if (err) {
 		err = err < 0 ? err : -errno;
-		if (err == -EPERM || err == -EACCES)
+		if (err == -EPERM)
 			op_err("cannot load BPF program: permission denied (run as root or grant "
 			       "CAP_BPF and CAP_PERFMON)");
 		else
 			op_err("cannot load BPF program: %s (set the log level to debug for the "
 			       "verifier output)", strerror(-err));
-		err = err == -EPERM || err == -EACCES ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
+		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
 		goto fail;
 	}
 	for (size_t i = 0; i < opts->pid_cnt; i++) {

@@ -43,7 +43,7 @@ static void check_exports(void)
 	char *exported, *declared;
 
 	snprintf(cmd, sizeof(cmd),
-		 "nm -D --defined-only %s/libotelprof.so | awk '$2 ~ /^[TDBR]$/ {print $3}' | "
+		 "nm -D --defined-only %s/libotelprof.so | awk '$2 ~ /^[TDBR]$/ {sub(/@.*/, \"\", $3); print $3}' | "
 		 "grep -v '^OTELPROF_' | sort",
 		 build);
 	exported = run_sorted(cmd);
