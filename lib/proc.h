@@ -19,15 +19,20 @@ struct op_maps_entry {
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
 	bool readable, writable, executable, private_;
+	bool deleted;	 /* the kernel's " (deleted)" suffix was present (and is removed) */
 	char path[4096]; /* "" for anonymous; "[vdso]", "[stack]" etc. kept */
 };
 
 /* Parse one line (without or with its newline). Returns 0 or -EINVAL. Pure; fuzzed. */
 int op_parse_maps_line(const char *line, struct op_maps_entry *e);
 
+/* Container id (64 hex digits) from the text of /proc/PID/cgroup; malloc()ed, or NULL. */
+char *op_container_id_from_cgroup(const char *text);
+
 struct op_vma {
 	uint64_t start, end, offset;
 	char *path;		/* NULL for anonymous executable memory */
+	bool deleted;		/* the file was unlinked: only map_files can open it */
 	struct op_file *file;	/* opened lazily by op_proc_vma_file(); may stay NULL */
 	bool file_tried;
 };

@@ -44,7 +44,8 @@ void op_filecache_free(struct op_filecache *c);
 /*
  * Open (or find) the file mapped by @pid at [@vma_start, @vma_end) whose path in the process
  * is @path. Returns a new reference, or NULL if the file cannot be opened at all (the caller
- * keeps mapping + address).
+ * keeps mapping + address). A @path ending in " (deleted)" is opened only through map_files;
+ * "[vdso]" gives the kernel's vDSO image (the same in every process).
  */
 struct op_file *op_filecache_get(struct op_filecache *c, int pid, const char *path,
 				 uint64_t vma_start, uint64_t vma_end);
@@ -75,5 +76,7 @@ struct op_ksyms *op_ksyms_load(void);
 void op_ksyms_free(struct op_ksyms *k);
 /* Returns the symbol containing @addr (and its module or NULL for vmlinux), or NULL. */
 const char *op_ksyms_resolve(const struct op_ksyms *k, uint64_t addr, const char **module);
+/* Number of kernel text symbols loaded. */
+size_t op_ksyms_count(const struct op_ksyms *k);
 
 #endif
