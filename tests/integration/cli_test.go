@@ -79,13 +79,20 @@ func TestCLIOutputNotWritable(t *testing.T) {
 // TestCLINotPrivileged: without root or capabilities the message names what is missing.
 func TestCLINotPrivileged(t *testing.T) {
 	cli := buildPath(t, "otelprof")
-	out := t.TempDir()
+	// a world-writable directory of its own, so the unprivileged user can create the output
+	out, err := os.MkdirTemp("", "otelprof-noroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
 		if _, err := exec.LookPath("setpriv"); err != nil {
 			t.Skip("skipped: setpriv (util-linux) is needed to drop root")
 		}
-		_ = os.Chmod(out, 0o777)
+		if err := os.Chmod(out, 0o777); err != nil {
+			t.Fatal(err)
+		}
 		cmd = exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", cli, "record", "--duration", "1", "--output", out+"/x.pb.gz")
 	} else {
