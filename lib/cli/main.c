@@ -23,6 +23,7 @@
 static const char *prog = "otelprof";
 static volatile sig_atomic_t stop_requested;
 static int verbosity = OTELPROF_LOG_WARN;
+static int errors_logged; /* the library already said why: no second, vaguer line */
 
 static void usage_main(FILE *f)
 {
@@ -78,6 +79,8 @@ static void log_to_stderr(enum otelprof_log_level level, const char *msg, void *
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
+	if (level == OTELPROF_LOG_ERROR)
+		errors_logged++;
 	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
 }
 
@@ -233,7 +236,9 @@ static int cmd_record(int argc, char **argv)
 	p = otelprof_open(&opts);
 	if (!p) {
 		err = errno;
-		fprintf(stderr, "%s: cannot start profiling: %s\n", prog, otelprof_strerror(err));
+		if (!errors_logged)
+			fprintf(stderr, "%s: cannot start profiling: %s\n", prog,
+				otelprof_strerror(err));
 		rc = err == OTELPROF_ERR_OPTS ? EXIT_USAGE : EXIT_RUNTIME;
 		goto cleanup;
 	}
@@ -241,7 +246,9 @@ static int cmd_record(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	err = otelprof_start(p);
 	if (err) {
-		fprintf(stderr, "%s: cannot start profiling: %s\n", prog, otelprof_strerror(err));
+		if (!errors_logged)
+			fprintf(stderr, "%s: cannot start profiling: %s\n", prog,
+				otelprof_strerror(err));
 		goto cleanup;
 	}
 	if (verbosity >= OTELPROF_LOG_INFO)
