@@ -181,4 +181,7 @@ lint: $(GENERATED)
 clean:
 	rm -rf $(BUILD)
 
+# keep intermediate BPF objects (bench and bpftool inspection use them)
+.SECONDARY:
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-	clang llvm lld
+	clang clang-format llvm lld
 	libbpf-dev bpftool
 	libelf-dev libdwarf-dev zlib1g-dev liblzma-dev libzstd-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
