@@ -11,6 +11,7 @@ packages=(
 	pkg-config make gcc binutils elfutils
 	linux-perf libcap2-bin procps file
 	g++ python3
+	libclang-rt-14-dev valgrind
 )
 
 missing=()
