@@ -1,0 +1,3 @@
+module github.com/open-telemetry/opentelemetry-collector-contrib/extension/encoding/otlpencodingextension
+
+go 1.25

@@ -1,0 +1,131 @@
+package ebpfprofilerreceiver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/otelprof/otelprof/go-shim/internal/otelprof"
+)
+
+// ErrorMode decides what a failure to load or start the profiler does to the collector.
+type ErrorMode string
+
+const (
+	// ErrorModePropagate fails the collector's start (the default): a node agent that cannot
+	// profile should be noticed, not run silently.
+	ErrorModePropagate ErrorMode = "propagate"
+	// ErrorModeIgnore logs the error and keeps the rest of the collector running without
+	// this receiver's data (e.g. a mixed fleet where some kernels lack BTF).
+	ErrorModeIgnore ErrorMode = "ignore"
+)
+
+// minReporterInterval keeps a typo such as `reporter_interval: 5ms` from turning the receiver
+// into a busy loop of tiny exports.
+const minReporterInterval = 100 * time.Millisecond
+
+// Config is the `ebpfprofiler` receiver's configuration. Keys shared with the upstream
+// OpenTelemetry eBPF profiler's `profiling` receiver (samples_per_second, reporter_interval,
+// off_cpu_threshold, verbose_mode) have the same names and meanings there, so a configuration
+// can switch between the two by changing the receiver's name.
+type Config struct {
+	// SamplesPerSecond is the sampling frequency on every CPU, 1..10000 (default 20). Each
+	// sample stands for 1e9/samples_per_second nanoseconds of CPU time.
+	SamplesPerSecond int `mapstructure:"samples_per_second"`
+
+	// ReporterInterval is how often gathered samples are encoded and sent down the pipeline
+	// (default 5s). One report holds one profile per process that ran.
+	ReporterInterval time.Duration `mapstructure:"reporter_interval"`
+
+	// Pids restricts profiling to these processes and their threads. Empty (the default)
+	// profiles the whole host.
+	Pids []int `mapstructure:"pids"`
+
+	// KernelFrames records the kernel part of each stack (default true).
+	KernelFrames bool `mapstructure:"kernel_frames"`
+
+	// Symbolize resolves function names, files and lines on the host (default true). With
+	// false, frames carry only mapping + address and build ids, for backends that symbolize.
+	Symbolize bool `mapstructure:"symbolize"`
+
+	// FramePointersOnly walks user stacks with frame pointers instead of the binaries' unwind
+	// tables (default false). Cheaper, but loses frames of code built without frame pointers.
+	FramePointersOnly bool `mapstructure:"frame_pointers_only"`
+
+	// RingBufferBytes sizes the kernel-to-user ring buffer: a power of two, at least 65536;
+	// 0 (the default) = 4 MiB. Raise it if the `lost` counter grows.
+	RingBufferBytes int `mapstructure:"ring_buffer_bytes"`
+
+	// ErrorMode is what a failure to load or attach the profiler does: `propagate` (default)
+	// fails the collector's start, `ignore` logs it and runs without this receiver's data.
+	ErrorMode ErrorMode `mapstructure:"error_mode"`
+
+	// OffCPUThreshold is accepted for compatibility with the upstream `profiling` receiver.
+	// otelprof samples on-CPU time only, so the only valid value is 0 (the default).
+	OffCPUThreshold float64 `mapstructure:"off_cpu_threshold"`
+
+	// VerboseMode forwards the library's debug messages (and libbpf's) to the collector log
+	// (default false: info and above).
+	VerboseMode bool `mapstructure:"verbose_mode"`
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		SamplesPerSecond: otelprof.DefaultFrequency,
+		ReporterInterval: 5 * time.Second,
+		KernelFrames:     true,
+		Symbolize:        true,
+		ErrorMode:        ErrorModePropagate,
+	}
+}
+
+// Validate checks every key; each error starts with the key it is about. The collector calls
+// it before Start and prefixes the receiver's name.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.SamplesPerSecond < 1 || cfg.SamplesPerSecond > otelprof.MaxFrequency {
+		errs = append(errs, fmt.Errorf("samples_per_second: must be between 1 and %d, got %d",
+			otelprof.MaxFrequency, cfg.SamplesPerSecond))
+	}
+	if cfg.ReporterInterval < minReporterInterval {
+		errs = append(errs, fmt.Errorf("reporter_interval: must be at least %s, got %s",
+			minReporterInterval, cfg.ReporterInterval))
+	}
+	seen := make(map[int]bool, len(cfg.Pids))
+	for _, pid := range cfg.Pids {
+		if pid <= 0 {
+			errs = append(errs, fmt.Errorf("pids: %d is not a process id (must be > 0; "+
+				"leave pids empty to profile the whole host)", pid))
+		} else if seen[pid] {
+			errs = append(errs, fmt.Errorf("pids: %d is listed twice", pid))
+		}
+		seen[pid] = true
+	}
+	if n := cfg.RingBufferBytes; n != 0 && (n < 65536 || n&(n-1) != 0) {
+		errs = append(errs, fmt.Errorf("ring_buffer_bytes: must be 0 (4 MiB) or a power of two "+
+			">= 65536, got %d", n))
+	}
+	switch cfg.ErrorMode {
+	case ErrorModePropagate, ErrorModeIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("error_mode: must be %q or %q, got %q",
+			ErrorModePropagate, ErrorModeIgnore, cfg.ErrorMode))
+	}
+	if cfg.OffCPUThreshold != 0 {
+		errs = append(errs, fmt.Errorf("off_cpu_threshold: off-CPU profiling is not supported "+
+			"by this receiver; remove the key or set it to 0, got %g", cfg.OffCPUThreshold))
+	}
+	return errors.Join(errs...)
+}
+
+// options translates the configuration into the library's options.
+func (cfg *Config) options() otelprof.Options {
+	return otelprof.Options{
+		FrequencyHz:     cfg.SamplesPerSecond,
+		PIDs:            cfg.Pids,
+		NoKernelStacks:  !cfg.KernelFrames,
+		NoSymbolize:     !cfg.Symbolize,
+		FramePointers:   cfg.FramePointersOnly,
+		RingBufferBytes: cfg.RingBufferBytes,
+	}
+}

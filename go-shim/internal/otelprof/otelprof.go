@@ -1,0 +1,90 @@
+// Package otelprof is the Go side of libotelprof's C ABI (include/otelprof.h).
+//
+// Everything that crosses cgo lives in otelprof_cgo.go; builds without cgo, or for another OS,
+// get otelprof_stub.go, whose Open fails with ErrUnsupported. Profiles cross the boundary as
+// bytes (a serialized OTLP ExportProfilesServiceRequest); no C struct layout is shared with Go
+// beyond the option and stats structs read here.
+package otelprof
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Level is the severity of a library log message (enum otelprof_log_level).
+type Level int
+
+const (
+	LevelError Level = 0
+	LevelWarn  Level = 1
+	LevelInfo  Level = 2
+	LevelDebug Level = 3
+)
+
+// MaxFrequency is OTELPROF_MAX_FREQUENCY: the highest accepted samples per second per CPU.
+const MaxFrequency = 10000
+
+// DefaultFrequency is OTELPROF_DEFAULT_FREQUENCY.
+const DefaultFrequency = 20
+
+// Options mirrors struct otelprof_opts with Go types. Zero values take the library defaults.
+type Options struct {
+	// FrequencyHz is samples per second per CPU (0 = 20).
+	FrequencyHz int
+	// PIDs restricts profiling to these processes and their threads; empty = whole system.
+	PIDs []int
+	// NoKernelStacks drops kernel frames (OTELPROF_F_NO_KERNEL_STACKS).
+	NoKernelStacks bool
+	// NoSymbolize leaves frames as mapping + address (OTELPROF_F_NO_SYMBOLIZE).
+	NoSymbolize bool
+	// FramePointers walks user stacks with frame pointers only (OTELPROF_F_FRAME_POINTERS).
+	FramePointers bool
+	// RingBufferBytes sizes the BPF ring buffer (power of two >= 64 KiB; 0 = 4 MiB).
+	RingBufferBytes int
+}
+
+// Stats mirrors struct otelprof_stats.
+type Stats struct {
+	Samples          uint64
+	Lost             uint64
+	Dropped          uint64
+	Collected        uint64
+	Processes        uint64
+	KernelFrames     uint64
+	UserFrames       uint64
+	Unsymbolized     uint64
+	UnwindTableBytes uint64
+	// UnwindErrors maps otelprof_unwind_error_name() to its non-zero counter.
+	UnwindErrors map[string]uint64
+}
+
+// ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.
+var ErrUnsupported = errors.New("otelprof: this build has no eBPF profiler " +
+	"(it needs linux and cgo: build with CGO_ENABLED=1 on linux, e.g. `make` in the otelprof repository)")
+
+// Error is a failed library call: Op names the C function, Code is the positive error code
+// (an errno value or an OTELPROF_ERR_* value) and Msg is otelprof_strerror(Code).
+type Error struct {
+	Op   string
+	Code int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	hint := ""
+	switch syscall.Errno(e.Code) {
+	case syscall.EPERM, syscall.EACCES:
+		hint = " (run as root, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, " +
+			"CAP_DAC_READ_SEARCH and CAP_SYSLOG)"
+	}
+	return fmt.Sprintf("%s: %s%s", e.Op, e.Msg, hint)
+}
+
+// Is lets errors.Is(err, syscall.EPERM) and friends work on library errors.
+func (e *Error) Is(target error) bool {
+	if errno, ok := target.(syscall.Errno); ok {
+		return int(errno) == e.Code
+	}
+	return false
+}
