@@ -142,11 +142,34 @@ static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first
 	return n;
 }
 
+/* Count the walk's outcome and send the record (also the end of the CFI walk's tail calls). */
+static __always_inline int submit_trace(struct op_trace *t)
+{
+	__u32 size;
+
+	if (t->unwind_error != OTELPROF_UNWIND_OK)
+		count(OP_CNT_UNWIND_BASE + (t->unwind_error & (OTELPROF_UNWIND_ERROR_MAX - 1)));
+	if (t->flags & OP_TRACE_USER_TRUNCATED)
+		count(OP_CNT_UNWIND_BASE + OTELPROF_UNWIND_DEPTH_LIMIT);
+
+	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
+	if (size > sizeof(*t))
+		size = sizeof(*t);
+	if (bpf_ringbuf_output(&events, t, size, 0)) {
+		count(OP_CNT_LOST);
+		return 0;
+	}
+	count(OP_CNT_SAMPLES);
+	return 0;
+}
+
+#include "unwind.bpf.h"
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, zero = 0, size;
+	__u32 pid = pid_tgid >> 32, zero = 0;
 	struct task_struct *task;
 	struct user_regs regs;
 	struct op_trace *t;
@@ -184,24 +207,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
 	if (get_user_regs(ctx, task, &regs)) {
+		/* CFI walk (tail call) when the process has tables; returns if not */
+		unwind_user_stack(ctx, task, pid, &regs);
 		t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
 	} else {
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;
 	}
-	if (t->unwind_error != OTELPROF_UNWIND_OK)
-		count(OP_CNT_UNWIND_BASE + (t->unwind_error & (OTELPROF_UNWIND_ERROR_MAX - 1)));
-	if (t->flags & OP_TRACE_USER_TRUNCATED)
-		count(OP_CNT_UNWIND_BASE + OTELPROF_UNWIND_DEPTH_LIMIT);
-
-	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
-	if (size > sizeof(*t))
-		size = sizeof(*t);
-	if (bpf_ringbuf_output(&events, t, size, 0)) {
-		count(OP_CNT_LOST);
-		return 0;
-	}
-	count(OP_CNT_SAMPLES);
-	return 0;
+	return submit_trace(t);
 }
 
 static __always_inline void send_proc_event(__u32 type, struct task_struct *task)

@@ -231,6 +231,36 @@ OP_UNWIND_INLINE int op_unwind_step_fp(struct op_unwind_regs *r)
 
 #endif /* OP_READ_USER */
 
+/*
+ * BPF map layouts (bpf/unwind.bpf.h, filled by lib/unwind.c).
+ *
+ * unwind_tables[slot]: one compiled binary's rows, unwind_rows[first_row, first_row+n_rows);
+ * n_rows == 0 marks a free or evicted slot. Rows name rules in the shared unwind_rules.
+ * unwind_procs[pid]: that process's executable mappings, sorted by start; a PC maps to
+ * row-relative pc - bias.
+ */
+#define OP_UNWIND_MAX_MAPPINGS 256
+#define OP_UNWIND_TABLE_FP 0xffffffffu	 /* binary without CFI: frame-pointer step */
+#define OP_UNWIND_TABLE_ANON 0xfffffffeu /* anonymous/JIT executable memory: stop here */
+
+struct op_unwind_table {
+	__u32 first_row;
+	__u32 n_rows;
+};
+
+struct op_unwind_mapping {
+	__u64 start, end; /* run-time addresses [start, end) */
+	__u64 bias;	  /* row-relative pc = pc - bias */
+	__u32 table;	  /* slot in unwind_tables, or OP_UNWIND_TABLE_FP/ANON */
+	__u32 pad;
+};
+
+struct op_unwind_proc {
+	__u32 n;
+	__u32 pad;
+	struct op_unwind_mapping m[OP_UNWIND_MAX_MAPPINGS];
+};
+
 /* Row lookups are bounded by this many halvings: enough for 2^OP_UNWIND_SEARCH_STEPS rows. */
 #define OP_UNWIND_SEARCH_STEPS 22
 #define OP_UNWIND_MAX_ROWS_PER_TABLE (1u << OP_UNWIND_SEARCH_STEPS)

@@ -22,6 +22,7 @@
 #include "profile.h"
 #include "sampler.h"
 #include "symbolize.h"
+#include "unwind.h"
 
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
 #define MAX_PENDING_SAMPLES (4u << 20)
@@ -37,6 +38,7 @@ struct otelprof {
 	struct op_filecache *files;
 	struct op_proctab *procs;
 	struct op_ksyms *ksyms;
+	struct op_unwinder *unwinder; /* NULL: frame pointers only */
 
 	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
 	struct op_profile *profile;
@@ -410,13 +412,17 @@ static void on_event(void *ctx, const void *data, size_t size)
 	pthread_mutex_lock(&p->lock);
 	switch (h->type) {
 	case OP_EV_TRACE:
+		if (size >= OP_TRACE_HDR_SIZE)
+			op_unwinder_on_trace(p->unwinder, data);
 		handle_trace(p, data, size);
 		break;
 	case OP_EV_EXEC:
 		op_proctab_refresh(p->procs, h->pid, true);
+		op_unwinder_on_exec(p->unwinder, h->pid);
 		break;
 	case OP_EV_EXIT:
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
+		op_unwinder_on_exit(p->unwinder, h->pid);
 		break;
 	default:
 		p->stats.dropped++;
@@ -504,9 +510,17 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	err = op_sampler_open(&so, &p->sampler);
 	if (err)
 		goto fail;
+	if (!(p->flags & OTELPROF_F_FRAME_POINTERS)) {
+		p->unwinder = op_unwinder_new(op_sampler_skel(p->sampler));
+		if (!p->unwinder)
+			op_warn("cfi unwinder unavailable (%s): user stacks use frame pointers only",
+				strerror(errno));
+	}
 	/* Read the targets' maps now, while they surely exist. */
-	for (size_t i = 0; i < p->opts.pid_cnt; i++)
+	for (size_t i = 0; i < p->opts.pid_cnt; i++) {
 		op_proctab_get(p->procs, p->opts.pids[i]);
+		op_unwinder_add_pid(p->unwinder, p->opts.pids[i]);
+	}
 	return p;
 fail:
 	otelprof_close(p);
@@ -627,6 +641,7 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_lock(&p->lock);
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
+	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	pthread_mutex_unlock(&p->lock);
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
@@ -644,6 +659,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	if (!p)
 		return;
 	otelprof_stop(p);
+	op_unwinder_free(p->unwinder);
 	op_sampler_close(p->sampler);
 	op_profile_free(p->profile);
 	op_proctab_free(p->procs);

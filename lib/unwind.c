@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * User half of the CFI unwinder. See unwind.h.
+ *
+ * Tables live in the sampler object's maps: unwind_rows (one big array, mmap'ed here, each
+ * table a contiguous range handed out first-fit), unwind_rules (shared and deduplicated
+ * across every table, never evicted), unwind_tables (slot → row range) and unwind_procs
+ * (pid → sorted executable mappings). A table is written rows first, slot last, and
+ * evicted slot first, so the BPF walk never follows a slot into rows being rewritten.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cfi.h"
+#include "log.h"
+#include "sampler.skel.h"
+#include "unwind.h"
+
+#define MAX_FILES 8192	       /* binaries remembered (with or without a loaded table) */
+#define MAX_LOADS 8	       /* PT_LOAD segments remembered per binary */
+#define PROC_BUCKETS 1024
+#define REFRESH_MIN_NS 50000000ull /* at most one unknown-PC refresh per pid per 50 ms */
+
+struct load_seg {
+	uint64_t vaddr, offset, filesz;
+};
+
+/* One binary. */
+struct file_ent {
+	char id[48];		/* build id or content hash (cfi.h), "" for a failed open */
+	uint64_t dev, ino;	/* as in /proc/PID/maps */
+	bool fp;		/* no usable CFI: walk frame pointers through it */
+	int slot;		/* BPF table slot, -1 when not loaded */
+	uint32_t first_row, n_rows;
+	uint64_t base;		/* ELF address of row pc 0 */
+	struct load_seg load[MAX_LOADS];
+	int n_load;
+	uint32_t refs;		/* processes whose mappings use the slot */
+	uint64_t last_used_ns;
+};
+
+struct proc_ent {
+	struct proc_ent *next;
+	int pid;
+	uint64_t refreshed_ns;
+	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
+	int *files;		    /* file_ent indices referenced (refs counted) */
+	int n_files;
+};
+
+struct extent {
+	uint32_t start, len;
+};
+
+struct op_unwinder {
+	int rows_fd, rules_fd, tables_fd, procs_fd;
+	struct op_unwind_row *rows; /* mmap of unwind_rows */
+	uint32_t max_rows, max_rules, max_tables;
+
+	struct extent *free_ext; /* free row ranges, sorted by start, coalesced */
+	size_t n_free;
+
+	bool *slot_used;
+
+	struct op_unwind_rule *rules; /* global rule set (index = BPF key) */
+	uint32_t n_rules;
+	uint32_t *rule_hash;	      /* open addressing, UINT32_MAX empty */
+	uint32_t rule_hash_cap;
+
+	struct file_ent *files;
+	int n_files;
+	int vdso_file; /* index, or -1 (not compiled yet), -2 (unavailable) */
+
+	struct proc_ent *procs[PROC_BUCKETS];
+	uint64_t table_bytes;
+	struct op_unwinder_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- row space */
+
+static int rows_alloc(struct op_unwinder *u, uint32_t n, uint32_t *start)
+{
+	for (size_t i = 0; i < u->n_free; i++) {
+		if (u->free_ext[i].len < n)
+			continue;
+		*start = u->free_ext[i].start;
+		u->free_ext[i].start += n;
+		u->free_ext[i].len -= n;
+		if (!u->free_ext[i].len) {
+			memmove(&u->free_ext[i], &u->free_ext[i + 1],
+				(u->n_free - i - 1) * sizeof(*u->free_ext));
+			u->n_free--;
+		}
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void rows_free(struct op_unwinder *u, uint32_t start, uint32_t n)
+{
+	size_t i = 0;
+
+	while (i < u->n_free && u->free_ext[i].start < start)
+		i++;
+	/* free_ext has room for max_rows / 1 extents in the worst case: allocated up front */
+	memmove(&u->free_ext[i + 1], &u->free_ext[i], (u->n_free - i) * sizeof(*u->free_ext));
+	u->free_ext[i] = (struct extent){ start, n };
+	u->n_free++;
+	if (i + 1 < u->n_free && u->free_ext[i].start + u->free_ext[i].len == u->free_ext[i + 1].start) {
+		u->free_ext[i].len += u->free_ext[i + 1].len;
+		memmove(&u->free_ext[i + 1], &u->free_ext[i + 2],
+			(u->n_free - i - 2) * sizeof(*u->free_ext));
+		u->n_free--;
+	}
+	if (i > 0 && u->free_ext[i - 1].start + u->free_ext[i - 1].len == u->free_ext[i].start) {
+		u->free_ext[i - 1].len += u->free_ext[i].len;
+		memmove(&u->free_ext[i], &u->free_ext[i + 1],
+			(u->n_free - i - 1) * sizeof(*u->free_ext));
+		u->n_free--;
+	}
+}
+
+/* ---------------------------------------------------------------- rules */
+
+static uint32_t hash_rule(const struct op_unwind_rule *r)
+{
+	const uint8_t *p = (const uint8_t *)r;
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(*r); i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/* Global index of @r, adding it to the BPF rule map if new; UINT32_MAX when full. */
+static uint32_t global_rule(struct op_unwinder *u, const struct op_unwind_rule *r)
+{
+	uint32_t j = hash_rule(r) & (u->rule_hash_cap - 1);
+
+	while (u->rule_hash[j] != UINT32_MAX) {
+		if (!memcmp(&u->rules[u->rule_hash[j]], r, sizeof(*r)))
+			return u->rule_hash[j];
+		j = (j + 1) & (u->rule_hash_cap - 1);
+	}
+	if (u->n_rules >= u->max_rules || u->n_rules * 2 >= u->rule_hash_cap)
+		return UINT32_MAX;
+	if (bpf_map_update_elem(u->rules_fd, &u->n_rules, r, BPF_ANY))
+		return UINT32_MAX;
+	u->rules[u->n_rules] = *r;
+	u->rule_hash[j] = u->n_rules;
+	u->table_bytes += sizeof(*r);
+	return u->n_rules++;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static void unload_table(struct op_unwinder *u, struct file_ent *f)
+{
+	struct op_unwind_table empty = { 0, 0 };
+	uint32_t slot;
+
+	if (f->slot < 0)
+		return;
+	slot = (uint32_t)f->slot;
+	bpf_map_update_elem(u->tables_fd, &slot, &empty, BPF_ANY); /* slot first */
+	rows_free(u, f->first_row, f->n_rows);
+	u->slot_used[slot] = false;
+	u->table_bytes -= (uint64_t)f->n_rows * sizeof(struct op_unwind_row);
+	f->slot = -1;
+	u->st.tables--;
+	u->st.evicted++;
+}
+
+/* Evict the least recently used table no process references. False if none. */
+static bool evict_one(struct op_unwinder *u)
+{
+	struct file_ent *victim = NULL;
+
+	for (int i = 0; i < u->n_files; i++) {
+		struct file_ent *f = &u->files[i];
+
+		if (f->slot >= 0 && !f->refs && (!victim || f->last_used_ns < victim->last_used_ns))
+			victim = f;
+	}
+	if (!victim)
+		return false;
+	op_debug("unwind: evicting table %s (%u rows)", victim->id, victim->n_rows);
+	unload_table(u, victim);
+	return true;
+}
+
+static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op_cfi_table *t)
+{
+	struct op_unwind_table te;
+	uint32_t *map, slot, start;
+	int err;
+
+	if (t->n_rows > u->max_rows)
+		return -E2BIG;
+	for (;;) {
+		for (slot = 0; slot < u->max_tables && u->slot_used[slot]; slot++)
+			;
+		if (slot < u->max_tables && !rows_alloc(u, (uint32_t)t->n_rows, &start))
+			break;
+		if (!evict_one(u))
+			return -ENOSPC;
+	}
+	map = malloc(t->n_rules * sizeof(*map));
+	if (!map) {
+		rows_free(u, start, (uint32_t)t->n_rows);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n_rules; i++) {
+		map[i] = global_rule(u, &t->rules[i]);
+		if (map[i] == UINT32_MAX) {
+			free(map);
+			rows_free(u, start, (uint32_t)t->n_rows);
+			op_warn("unwind: rule table full (%u rules); %s walks by frame pointers",
+				u->n_rules, f->id);
+			return -ENOSPC;
+		}
+	}
+	for (size_t i = 0; i < t->n_rows; i++) {
+		u->rows[start + i].pc = t->rows[i].pc;
+		u->rows[start + i].rule = map[t->rows[i].rule];
+	}
+	free(map);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	te.first_row = start;
+	te.n_rows = (uint32_t)t->n_rows;
+	err = bpf_map_update_elem(u->tables_fd, &slot, &te, BPF_ANY);
+	if (err) {
+		rows_free(u, start, (uint32_t)t->n_rows);
+		return -errno;
+	}
+	u->slot_used[slot] = true;
+	f->slot = (int)slot;
+	f->first_row = start;
+	f->n_rows = (uint32_t)t->n_rows;
+	f->base = t->base;
+	u->table_bytes += (uint64_t)t->n_rows * sizeof(struct op_unwind_row);
+	u->st.tables++;
+	return 0;
+}
+
+static void read_loads(Elf *elf, struct file_ent *f)
+{
+	size_t n;
+
+	f->n_load = 0;
+	if (elf_getphdrnum(elf, &n))
+		return;
+	for (size_t i = 0; i < n && f->n_load < MAX_LOADS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		f->load[f->n_load++] = (struct load_seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+	}
+}
+
+/* Compile @t's source (fd or memory image) into file entry @f and load it. */
+static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, const void *img,
+			 size_t img_size)
+{
+	struct op_cfi_table *t = NULL;
+	uint64_t t0 = now_ns();
+	Elf *elf;
+	int err;
+
+	elf_version(EV_CURRENT);
+	elf = img ? elf_memory((char *)img, img_size) : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf) {
+		read_loads(elf, f);
+		elf_end(elf);
+	}
+	err = img ? op_cfi_compile_mem(img, img_size, &t) : op_cfi_compile_fd(fd, &t);
+	u->st.compile_ns += now_ns() - t0;
+	u->st.compiled++;
+	if (err) {
+		op_debug("unwind: no CFI table for %s: %s", f->id, strerror(-err));
+		f->fp = true;
+		return;
+	}
+	err = load_table(u, f, t);
+	if (err)
+		op_debug("unwind: cannot load the table of %s: %s", f->id, strerror(-err));
+	op_cfi_table_free(t);
+}
+
+static struct file_ent *new_file(struct op_unwinder *u)
+{
+	struct file_ent *f;
+
+	if (u->n_files == MAX_FILES) {
+		/* forget a file no process uses and with no loaded table */
+		for (int i = 0; i < u->n_files; i++) {
+			if (!u->files[i].refs && u->files[i].slot < 0 && i != u->vdso_file) {
+				u->files[i] = u->files[--u->n_files];
+				if (u->vdso_file == u->n_files)
+					u->vdso_file = i;
+				break;
+			}
+		}
+		if (u->n_files == MAX_FILES)
+			return NULL;
+	}
+	f = &u->files[u->n_files++];
+	memset(f, 0, sizeof(*f));
+	f->slot = -1;
+	return f;
+}
+
+struct op_maps_line_min {
+	uint64_t start, end, offset, ino;
+	uint32_t maj, min;
+	char path[4096];
+};
+
+static int vdso_file(struct op_unwinder *u)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	FILE *fp;
+	char line[512];
+	size_t size = 0;
+	struct file_ent *f;
+
+	if (u->vdso_file != -1)
+		return u->vdso_file;
+	u->vdso_file = -2;
+	if (!base)
+		return -2;
+	fp = fopen("/proc/self/maps", "re");
+	while (fp && fgets(line, sizeof(line), fp)) {
+		unsigned long long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo == base)
+			size = hi - lo;
+	}
+	if (fp)
+		fclose(fp);
+	if (!size || !(f = new_file(u)))
+		return -2;
+	snprintf(f->id, sizeof(f->id), "[vdso]");
+	compile_into(u, f, -1, (const void *)(uintptr_t)base, size);
+	u->vdso_file = (int)(f - u->files);
+	return u->vdso_file;
+}
+
+/* The binary behind one mapping of @pid, compiled and loaded on first sight. */
+static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_min *m)
+{
+	uint64_t dev = (uint64_t)m->maj << 32 | m->min;
+	char path[4200], id[48];
+	struct file_ent *f;
+	int fd;
+
+	for (int i = 0; i < u->n_files; i++)
+		if (u->files[i].ino == m->ino && u->files[i].dev == dev && u->files[i].id[0])
+			return i;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -1;
+	if (op_cfi_file_id(fd, id, sizeof(id))) {
+		close(fd);
+		return -1;
+	}
+	/* same content under another inode (another container's copy): share the table */
+	for (int i = 0; i < u->n_files; i++) {
+		if (!strcmp(u->files[i].id, id) && (u->files[i].slot >= 0 || u->files[i].fp)) {
+			close(fd);
+			if (u->n_files < MAX_FILES) {
+				f = new_file(u);
+				if (f) {
+					*f = u->files[i];
+					f->dev = dev;
+					f->ino = m->ino;
+					f->refs = 0;
+					/* the slot belongs to the first entry; alias by id at use */
+					f->slot = -1;
+					f->fp = u->files[i].fp;
+				}
+			}
+			return i;
+		}
+	}
+	f = new_file(u);
+	if (!f) {
+		close(fd);
+		return -1;
+	}
+	snprintf(f->id, sizeof(f->id), "%s", id);
+	f->dev = dev;
+	f->ino = m->ino;
+	compile_into(u, f, fd, NULL, 0);
+	close(fd);
+	return (int)(f - u->files);
+}
+
+/* Bias such that ELF address = run-time address - bias, for a mapping at file @offset. */
+static bool mapping_bias(const struct file_ent *f, uint64_t start, uint64_t offset,
+			 uint64_t *bias)
+{
+	for (int i = 0; i < f->n_load; i++) {
+		const struct load_seg *s = &f->load[i];
+
+		if (offset >= (s->offset & ~0xfffull) && offset < s->offset + s->filesz) {
+			*bias = start - (s->vaddr - (s->offset - offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------- processes */
+
+static struct proc_ent **proc_slot(struct op_unwinder *u, int pid)
+{
+	struct proc_ent **pp = &u->procs[(unsigned int)pid % PROC_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void proc_drop_refs(struct op_unwinder *u, struct proc_ent *p)
+{
+	for (int i = 0; i < p->n_files; i++)
+		if (p->files[i] < u->n_files && u->files[p->files[i]].refs)
+			u->files[p->files[i]].refs--;
+	p->n_files = 0;
+}
+
+static int parse_line(const char *line, struct op_maps_line_min *m, bool *exec)
+{
+	unsigned long long s, e, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int n = 0;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e, perms, &off, &maj, &min, &ino,
+		   &n) < 7)
+		return -EINVAL;
+	m->start = s;
+	m->end = e;
+	m->offset = off;
+	m->maj = maj;
+	m->min = min;
+	m->ino = ino;
+	*exec = perms[2] == 'x';
+	snprintf(m->path, sizeof(m->path), "%s", n ? line + n : "");
+	m->path[strcspn(m->path, "\n")] = 0;
+	return 0;
+}
+
+static int refresh(struct op_unwinder *u, int pid)
+{
+	struct proc_ent **pp = proc_slot(u, pid), *p = *pp;
+	struct op_maps_line_min *m;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *fp;
+	int err = 0;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->pid = pid;
+		p->bpf = malloc(sizeof(*p->bpf));
+		p->files = malloc(OP_UNWIND_MAX_MAPPINGS * sizeof(*p->files));
+		if (!p->bpf || !p->files) {
+			free(p->bpf);
+			free(p->files);
+			free(p);
+			return -ENOMEM;
+		}
+		*pp = p;
+	}
+	p->refreshed_ns = now_ns();
+	u->st.refreshes++;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno; /* gone: kept until exit so we do not retry in a loop */
+	m = malloc(sizeof(*m));
+	if (!m) {
+		fclose(fp);
+		return -ENOMEM;
+	}
+	proc_drop_refs(u, p);
+	memset(p->bpf, 0, sizeof(*p->bpf));
+	while (getline(&line, &cap, fp) > 0 && p->bpf->n < OP_UNWIND_MAX_MAPPINGS) {
+		struct op_unwind_mapping *e = &p->bpf->m[p->bpf->n];
+		bool exec;
+		int fi;
+
+		if (parse_line(line, m, &exec) || !exec)
+			continue;
+		e->start = m->start;
+		e->end = m->end;
+		e->table = OP_UNWIND_TABLE_ANON;
+		e->bias = 0;
+		if (!strcmp(m->path, "[vdso]"))
+			fi = vdso_file(u);
+		else if (m->path[0] == '/')
+			fi = file_for(u, pid, m);
+		else
+			fi = -1; /* anonymous, [vsyscall], JIT */
+		if (fi >= 0) {
+			struct file_ent *f = &u->files[fi];
+			uint64_t bias;
+
+			/* aliases (same id) resolve to the entry holding the slot */
+			if (f->slot < 0 && !f->fp && f->id[0]) {
+				for (int i = 0; i < u->n_files; i++)
+					if (u->files[i].slot >= 0 && !strcmp(u->files[i].id, f->id)) {
+						fi = i;
+						f = &u->files[i];
+						break;
+					}
+			}
+			if (f->slot < 0 && !f->fp && f->id[0] && fi != u->vdso_file) {
+				/* evicted earlier: compile again */
+				int fd;
+
+				snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
+					 (unsigned long long)m->start, (unsigned long long)m->end);
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+				if (fd >= 0) {
+					compile_into(u, f, fd, NULL, 0);
+					close(fd);
+				}
+			}
+			if (f->fp) {
+				e->table = OP_UNWIND_TABLE_FP;
+			} else if (f->slot >= 0 && mapping_bias(f, m->start, m->offset, &bias)) {
+				e->table = (uint32_t)f->slot;
+				e->bias = bias + f->base;
+				f->refs++;
+				f->last_used_ns = p->refreshed_ns;
+				p->files[p->n_files++] = fi;
+			} else {
+				e->table = OP_UNWIND_TABLE_FP; /* could not load: best effort */
+			}
+		}
+		p->bpf->n++;
+	}
+	free(line);
+	free(m);
+	fclose(fp);
+	if (bpf_map_update_elem(u->procs_fd, &pid, p->bpf, BPF_ANY)) {
+		err = -errno;
+		op_debug("unwind: cannot store the mappings of pid %d: %s", pid, strerror(-err));
+	}
+	return err;
+}
+
+static void forget(struct op_unwinder *u, int pid)
+{
+	struct proc_ent **pp = proc_slot(u, pid), *p = *pp;
+
+	if (!p)
+		return;
+	bpf_map_delete_elem(u->procs_fd, &pid);
+	proc_drop_refs(u, p);
+	*pp = p->next;
+	free(p->bpf);
+	free(p->files);
+	free(p);
+}
+
+int op_unwinder_add_pid(struct op_unwinder *u, int pid)
+{
+	if (!u)
+		return -EINVAL;
+	return refresh(u, pid);
+}
+
+static bool in_anon(const struct proc_ent *p, uint64_t pc)
+{
+	for (uint32_t i = 0; i < p->bpf->n; i++)
+		if (pc >= p->bpf->m[i].start && pc < p->bpf->m[i].end)
+			return p->bpf->m[i].table == OP_UNWIND_TABLE_ANON;
+	return false;
+}
+
+void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
+{
+	struct proc_ent *p;
+	int pid = (int)t->hdr.pid;
+
+	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS)
+		return;
+	p = *proc_slot(u, pid);
+	if (!p) {
+		refresh(u, pid);
+		return;
+	}
+	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
+	    t->unwind_error != OTELPROF_UNWIND_NO_TABLE)
+		return;
+	/* JIT code we already know about: nothing new to learn from /proc */
+	if (t->n_user && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
+	    t->n_kernel + t->n_user <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES &&
+	    in_anon(p, t->frames[t->n_kernel + t->n_user - 1]))
+		return;
+	if (now_ns() - p->refreshed_ns < REFRESH_MIN_NS)
+		return;
+	refresh(u, pid);
+}
+
+void op_unwinder_on_exec(struct op_unwinder *u, int pid)
+{
+	if (!u)
+		return;
+	forget(u, pid);
+	refresh(u, pid);
+}
+
+void op_unwinder_on_exit(struct op_unwinder *u, int pid)
+{
+	if (u)
+		forget(u, pid);
+}
+
+uint64_t op_unwinder_table_bytes(const struct op_unwinder *u)
+{
+	return u ? u->table_bytes : 0;
+}
+
+void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st)
+{
+	if (u)
+		*st = u->st;
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
+{
+	struct op_unwinder *u;
+	size_t rows_bytes;
+
+	if (!skel) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->rows_fd = bpf_map__fd(skel->maps.unwind_rows);
+	u->rules_fd = bpf_map__fd(skel->maps.unwind_rules);
+	u->tables_fd = bpf_map__fd(skel->maps.unwind_tables);
+	u->procs_fd = bpf_map__fd(skel->maps.unwind_procs);
+	u->max_rows = bpf_map__max_entries(skel->maps.unwind_rows);
+	u->max_rules = bpf_map__max_entries(skel->maps.unwind_rules);
+	u->max_tables = bpf_map__max_entries(skel->maps.unwind_tables);
+	u->vdso_file = -1;
+	rows_bytes = (size_t)u->max_rows * sizeof(struct op_unwind_row);
+	u->rows = mmap(NULL, rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, 0);
+	if (u->rows == MAP_FAILED) {
+		int err = errno;
+
+		op_warn("unwind: cannot map the unwind row table: %s", strerror(err));
+		free(u);
+		errno = err;
+		return NULL;
+	}
+	u->rule_hash_cap = 2;
+	while (u->rule_hash_cap < 2 * u->max_rules)
+		u->rule_hash_cap *= 2;
+	/* worst case of free extents: every other row free */
+	u->free_ext = malloc(((size_t)u->max_rows / 2 + 2) * sizeof(*u->free_ext));
+	u->slot_used = calloc(u->max_tables, sizeof(*u->slot_used));
+	u->rules = malloc((size_t)u->max_rules * sizeof(*u->rules));
+	u->rule_hash = malloc((size_t)u->rule_hash_cap * sizeof(*u->rule_hash));
+	u->files = malloc(MAX_FILES * sizeof(*u->files));
+	if (!u->free_ext || !u->slot_used || !u->rules || !u->rule_hash || !u->files) {
+		op_unwinder_free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(u->rule_hash, 0xff, (size_t)u->rule_hash_cap * sizeof(*u->rule_hash));
+	u->free_ext[0] = (struct extent){ 0, u->max_rows };
+	u->n_free = 1;
+	return u;
+}
+
+void op_unwinder_free(struct op_unwinder *u)
+{
+	if (!u)
+		return;
+	for (int b = 0; b < PROC_BUCKETS; b++) {
+		while (u->procs[b]) {
+			struct proc_ent *p = u->procs[b];
+
+			u->procs[b] = p->next;
+			free(p->bpf);
+			free(p->files);
+			free(p);
+		}
+	}
+	if (u->rows && u->rows != MAP_FAILED)
+		munmap(u->rows, (size_t)u->max_rows * sizeof(struct op_unwind_row));
+	free(u->free_ext);
+	free(u->slot_used);
+	free(u->rules);
+	free(u->rule_hash);
+	free(u->files);
+	free(u);
+}
