@@ -10,7 +10,7 @@ import (
 // profileSummary is what a user of the pipeline sees in a batch: which processes, which
 // functions, how many samples.
 type profileSummary struct {
-	samples   int
+	samples   int                      // CPU samples (aggregated records weighted by their count)
 	pids      map[int64]int            // process.pid -> samples
 	functions map[int64]map[string]int // process.pid -> function name -> samples with it on the stack
 }
@@ -42,12 +42,9 @@ func summarize(pd pprofile.Profiles) profileSummary {
 				samples := profs.At(k).Samples()
 				for l := 0; l < samples.Len(); l++ {
 					smp := samples.At(l)
-					n := smp.Values().Len()
-					if n == 0 {
-						n = smp.TimestampsUnixNano().Len()
-					}
-					s.samples++
-					s.pids[pid]++
+					n := sampleWeight(smp)
+					s.samples += n
+					s.pids[pid] += n
 					seen := map[string]bool{}
 					si := smp.StackIndex()
 					if si <= 0 || int(si) >= dict.StackTable().Len() {
@@ -68,7 +65,7 @@ func summarize(pd pprofile.Profiles) profileSummary {
 							name := str(dict.FunctionTable().At(int(fi)).NameStrindex())
 							if name != "" && !seen[name] {
 								seen[name] = true
-								s.functions[pid][name]++
+								s.functions[pid][name] += n
 							}
 						}
 					}
@@ -77,6 +74,19 @@ func summarize(pd pprofile.Profiles) profileSummary {
 		}
 	}
 	return s
+}
+
+// sampleWeight is the number of CPU samples a Sample record stands for: the library
+// aggregates identical stacks into one record with a count (and one timestamp per event).
+func sampleWeight(smp pprofile.Sample) int {
+	n := 0
+	for i := 0; i < smp.Values().Len(); i++ {
+		n += int(smp.Values().At(i))
+	}
+	if n == 0 {
+		n = smp.TimestampsUnixNano().Len()
+	}
+	return n
 }
 
 // functionsMatching lists the functions of pid whose name contains sub, for messages.

@@ -3,8 +3,8 @@ package ebpfprofilerreceiver
 import (
 	"context"
 	"os"
-	"runtime"
-	"sync/atomic"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,34 +15,58 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-var busySink atomic.Uint64
-
-// busyLoopForProfiler burns CPU on a locked OS thread until stop is closed; the lifecycle
-// tests look for its name in the profiles.
-//
-//go:noinline
-func busyLoopForProfiler(stop <-chan struct{}) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	x := uint64(1)
-	for {
-		for i := 0; i < 1<<16; i++ {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-		busySink.Store(x)
-		select {
-		case <-stop:
-			return
-		default:
-		}
-	}
+// busyC is the workload the lifecycle tests profile: a C program (go test strips its own
+// binary, so Go functions of the test process have no names to find) whose hot function has
+// a name the test looks for.
+const busyC = `
+#include <stdint.h>
+#include <unistd.h>
+volatile uint64_t sink;
+__attribute__((noinline)) void otelprof_busy_leaf(void)
+{
+	uint64_t x = sink;
+	for (int i = 0; i < 1000000; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
 }
+__attribute__((noinline)) void otelprof_busy_loop(void)
+{
+	for (;;)
+		otelprof_busy_leaf();
+}
+int main(void)
+{
+	otelprof_busy_loop();
+	return 0;
+}
+`
 
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: loading BPF programs needs root (or CAP_BPF+CAP_PERFMON+CAP_SYS_PTRACE); run `make test` as root")
 	}
+}
+
+// startBusy compiles and starts the workload; it is killed when the test ends.
+func startBusy(t *testing.T) int {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "busy.c")
+	bin := filepath.Join(dir, "otelprof-busy")
+	if err := os.WriteFile(src, []byte(busyC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer",
+		"-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the workload (gcc comes with scripts/install-deps.sh): %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
 }
 
 func startReal(t *testing.T, cfg *Config) (*profilesReceiver, *consumertest.ProfilesSink) {
@@ -81,22 +105,19 @@ func summarizeAll(all []pprofile.Profiles) profileSummary {
 	return total
 }
 
-// The real library, restricted to this test process: reports arrive every interval, carry
-// this process's pid as a resource attribute and show the busy loop by name.
+// The real library, restricted to the workload: reports arrive every interval, carry the
+// workload's pid as a resource attribute and name its hot functions.
 func TestLifecyclePeriodicReports(t *testing.T) {
 	requireRoot(t)
-	stop := make(chan struct{})
-	defer close(stop)
-	go busyLoopForProfiler(stop)
+	pid := startBusy(t)
 
 	cfg := createDefaultConfig()
 	cfg.SamplesPerSecond = 99
 	cfg.ReporterInterval = 500 * time.Millisecond
-	cfg.Pids = []int{os.Getpid()}
+	cfg.Pids = []int{pid}
 	r, sink := startReal(t, cfg)
-	pid := int64(os.Getpid())
 	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && summarizeAll(sink.AllProfiles()).pids[pid] < 50 {
+	for time.Now().Before(deadline) && summarizeAll(sink.AllProfiles()).pids[int64(pid)] < 50 {
 		time.Sleep(100 * time.Millisecond)
 	}
 	batches := len(sink.AllProfiles())
@@ -105,17 +126,20 @@ func TestLifecyclePeriodicReports(t *testing.T) {
 	}
 	s := summarizeAll(sink.AllProfiles())
 	t.Logf("%d batches before shutdown, %d samples, pids %v, top functions %v",
-		batches, s.samples, s.pids, s.topFunctions(pid, 8))
-	if s.pids[pid] < 50 {
-		t.Fatalf("%d samples with process.pid=%d, want >= 50 (99 Hz busy thread)", s.pids[pid], pid)
+		batches, s.samples, s.pids, s.topFunctions(int64(pid), 8))
+	if s.pids[int64(pid)] < 50 {
+		t.Fatalf("%d samples with process.pid=%d, want >= 50 (99 Hz busy process)", s.pids[int64(pid)], pid)
 	}
 	if batches < 2 {
 		t.Errorf("only %d batches before shutdown with a 500ms reporter_interval", batches)
 	}
-	if got := s.functionsMatching(pid, "busyLoopForProfiler"); len(got) == 0 {
-		t.Errorf("busyLoopForProfiler not in any stack of pid %d; top functions: %v",
-			pid, s.topFunctions(pid, 10))
+	leaf, loop := s.functions[int64(pid)]["otelprof_busy_leaf"], s.functions[int64(pid)]["otelprof_busy_loop"]
+	if leaf*2 < s.pids[int64(pid)] {
+		t.Errorf("otelprof_busy_leaf on %d of %d samples, want most; top functions: %v",
+			leaf, s.pids[int64(pid)], s.topFunctions(int64(pid), 10))
 	}
+	// The caller is the unwinder's business (tests/integration); here it is only reported.
+	t.Logf("caller otelprof_busy_loop on %d samples", loop)
 	if len(s.pids) != 1 {
 		t.Errorf("pids: [%d] leaked other processes: %v", pid, s.pids)
 	}
@@ -125,30 +149,29 @@ func TestLifecyclePeriodicReports(t *testing.T) {
 // flush in Shutdown, which must happen before Shutdown returns.
 func TestLifecycleShutdownDelivers(t *testing.T) {
 	requireRoot(t)
-	stop := make(chan struct{})
-	go busyLoopForProfiler(stop)
+	pid := startBusy(t)
 
 	cfg := createDefaultConfig()
 	cfg.SamplesPerSecond = 99
 	cfg.ReporterInterval = time.Hour
-	cfg.Pids = []int{os.Getpid()}
+	cfg.Pids = []int{pid}
 	r, sink := startReal(t, cfg)
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
+	time.Sleep(2 * time.Second)
 	if n := sink.SampleCount(); n != 0 {
 		t.Fatalf("%d samples delivered before the first interval", n)
 	}
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	pid := int64(os.Getpid())
 	s := summarizeAll(sink.AllProfiles())
-	t.Logf("shutdown flush: %d samples, top functions %v", s.samples, s.topFunctions(pid, 8))
-	// 1.5 s of one busy thread at 99 Hz is ~150 samples; allow for start-up and scheduling.
-	if s.pids[pid] < 75 {
-		t.Fatalf("shutdown delivered %d samples of pid %d, want >= 75", s.pids[pid], pid)
+	t.Logf("shutdown flush: %d samples in %d batches, top functions %v", s.samples,
+		len(sink.AllProfiles()), s.topFunctions(int64(pid), 8))
+	// 2 s of one busy process at 99 Hz is ~200 samples when it has a CPU to itself; the test
+	// hosts are shared, so ask for a third of that.
+	if s.pids[int64(pid)] < 66 {
+		t.Fatalf("shutdown delivered %d samples of pid %d, want >= 66", s.pids[int64(pid)], pid)
 	}
-	if got := s.functionsMatching(pid, "busyLoopForProfiler"); len(got) == 0 {
-		t.Errorf("busyLoopForProfiler missing from the flushed samples; top: %v", s.topFunctions(pid, 10))
+	if s.functions[int64(pid)]["otelprof_busy_leaf"] == 0 {
+		t.Errorf("otelprof_busy_leaf missing from the flushed samples; top: %v", s.topFunctions(int64(pid), 10))
 	}
 }

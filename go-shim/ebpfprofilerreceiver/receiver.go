@@ -34,7 +34,7 @@ type profilesReceiver struct {
 
 	// Counters, also logged at shutdown.
 	reports       atomic.Uint64 // profiles batches delivered to the next consumer
-	samples       atomic.Uint64 // samples in those batches
+	records       atomic.Uint64 // sample records in those batches (one record counts 1+ samples)
 	consumeErrors atomic.Uint64 // batches the next consumer refused (dropped)
 	collectErrors atomic.Uint64 // failed otelprof_collect calls (samples kept for the next)
 	decodeErrors  atomic.Uint64 // library payloads pdata could not decode (dropped)
@@ -131,11 +131,11 @@ func (r *profilesReceiver) report(ctx context.Context) {
 	if err := r.next.ConsumeProfiles(ctx, pd); err != nil {
 		r.consumeErrors.Add(1)
 		r.set.Logger.Error("next consumer refused profiles; report dropped",
-			zap.Int("samples", n), zap.Error(err))
+			zap.Int("sample_records", n), zap.Error(err))
 		return
 	}
 	r.reports.Add(1)
-	r.samples.Add(uint64(n))
+	r.records.Add(uint64(n))
 }
 
 // decodeProfiles turns an ExportProfilesServiceRequest into pdata. pprofile.ProtoUnmarshaler
@@ -176,7 +176,7 @@ func (r *profilesReceiver) shutdown(ctx context.Context) error {
 
 	fields := []zap.Field{
 		zap.Uint64("reports", r.reports.Load()),
-		zap.Uint64("samples_delivered", r.samples.Load()),
+		zap.Uint64("sample_records_delivered", r.records.Load()),
 		zap.Uint64("consume_errors", r.consumeErrors.Load()),
 		zap.Uint64("collect_errors", r.collectErrors.Load()),
 		zap.Uint64("decode_errors", r.decodeErrors.Load()),
