@@ -8,6 +8,10 @@
 #   make clean
 #   V=1             show commands
 
+# SANITIZE=1 (ASan+UBSan) builds into its own tree unless BUILD is given
+ifeq ($(SANITIZE),1)
+BUILD ?= build/sanitize
+endif
 BUILD ?= build
 V ?= 0
 ifeq ($(V),1)
@@ -180,6 +184,9 @@ lint: $(GENERATED)
 
 clean:
 	rm -rf $(BUILD)
+
+# ---------------------------------------------------------------- fuzzing (issue 7)
+include tests/fuzz/fuzz.mk
 
 # keep intermediate BPF objects (bench and bpftool inspection use them)
 .SECONDARY:
