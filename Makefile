@@ -154,6 +154,19 @@ $(BUILD)/workloads/%-nofp: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS)
+# tests/workloads/lib/NAME.c: shared libraries workloads dlopen, built as libNAME.so and
+# libNAME-nofp.so next to them.
+WORKLOAD_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
+WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,$(WORKLOAD_LIB_SRCS)) \
+	$(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%-nofp.so,$(WORKLOAD_LIB_SRCS))
+$(BUILD)/workloads/lib%-nofp.so: tests/workloads/lib/%.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 -g -fomit-frame-pointer -o $@ $<
+$(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 -g -fno-omit-frame-pointer -o $@ $<
 
 # ---------------------------------------------------------------- collector
 # ocb builds build/otelcol-otelprof from collector-config/builder-config.yaml; the Go shim
@@ -165,7 +178,7 @@ include collector-config/collector.mk
 all: lib cli $(COLLECTOR)
 lib: $(LIB_SO) $(LIB_A)
 cli: $(CLI)
-test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP)
+test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOAD_LIBS)
 
 test: test-bins $(COLLECTOR)
 	$(Q)BUILD=$(abspath $(BUILD)) ./tests/run.sh
