@@ -25,6 +25,12 @@ enum op_frame_type {
 
 struct op_profile;
 
+/*
+ * Returned by the index functions below on failure, with errno set: ENOMEM, or EINVAL for
+ * an index argument that does not exist in its table.
+ */
+#define OP_PROFILE_ERR UINT32_MAX
+
 struct op_profile_opts {
 	uint64_t period_ns;   /* sampling period: 1e9 / frequency */
 	uint64_t start_ns;    /* wall-clock (unix) start of the profile */
@@ -66,7 +72,12 @@ struct op_line_desc {
 	int64_t column;
 };
 
-/* @lines: innermost inlined function first, its callers after; n_lines may be 0. */
+/*
+ * @lines: innermost inlined function first, its callers after; n_lines may be 0.
+ * A kernel frame (@type OP_FRAME_KERNEL) with @mapping 0 is put on a shared mapping named
+ * "[kernel.kallsyms]". An abort marker (OP_FRAME_ABORT) normally has mapping 0 and one line
+ * whose function names the reason (e.g. "[truncated]").
+ */
 uint32_t op_profile_location(struct op_profile *p, uint32_t mapping, uint64_t address,
 			     const struct op_line_desc *lines, size_t n_lines,
 			     enum op_frame_type type);
@@ -102,6 +113,9 @@ uint64_t op_profile_sample_count(const struct op_profile *p);
 
 /* Set the end of the profile (unix ns); duration = end - start. */
 void op_profile_set_end(struct op_profile *p, uint64_t end_ns);
+
+/* Bytes of memory the profile holds (tables, indices, strings, events): for bounding it. */
+size_t op_profile_memory(const struct op_profile *p);
 
 /*
  * Encoders. On success *out is malloc()ed (free with free()) and *len its size.
