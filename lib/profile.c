@@ -304,7 +304,6 @@ static uint32_t mapping_hash(const struct op_mapping *m)
 
 	h = hcombine(h, ((uint64_t)m->filename << 32) | m->build_id_gnu);
 	h = hcombine(h, ((uint64_t)m->build_id_go << 32) | m->build_id_htlhash);
-	h = hcombine(h, m->has_functions | m->has_line_numbers << 1 | m->has_inline_frames << 2);
 	return fold(h);
 }
 
@@ -315,9 +314,7 @@ static bool mapping_eq(const struct op_profile *p, uint32_t idx, const void *key
 	return a->memory_start == b->memory_start && a->memory_limit == b->memory_limit &&
 	       a->file_offset == b->file_offset && a->filename == b->filename &&
 	       a->build_id_gnu == b->build_id_gnu && a->build_id_go == b->build_id_go &&
-	       a->build_id_htlhash == b->build_id_htlhash && a->has_functions == b->has_functions &&
-	       a->has_line_numbers == b->has_line_numbers &&
-	       a->has_inline_frames == b->has_inline_frames;
+	       a->build_id_htlhash == b->build_id_htlhash;
 }
 
 uint32_t op_profile_mapping(struct op_profile *p, const struct op_mapping_desc *d)
@@ -345,8 +342,16 @@ uint32_t op_profile_mapping(struct op_profile *p, const struct op_mapping_desc *
 		goto nomem;
 	hash = mapping_hash(&m);
 	slot = htab_find(&p->h_mappings, hash, mapping_eq, p, &m);
-	if (slot->idx)
+	if (slot->idx) {
+		struct op_mapping *old = &p->mappings[slot->idx];
+
+		/* the has_* flags describe the mapping as a whole: any symbolized frame sets them
+		 */
+		old->has_functions |= m.has_functions;
+		old->has_line_numbers |= m.has_line_numbers;
+		old->has_inline_frames |= m.has_inline_frames;
 		return slot->idx;
+	}
 
 	/* build ids travel as mapping attributes in OTLP (semantic conventions) */
 	if (m.build_id_gnu) {

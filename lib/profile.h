@@ -56,6 +56,10 @@ struct op_mapping_desc {
 	int has_line_numbers;
 	int has_inline_frames;
 };
+/*
+ * Mappings are equal when all but the has_* flags are; adding an equal one ORs its flags into
+ * the existing entry (the flags describe the whole mapping, frames are symbolized one by one).
+ */
 uint32_t op_profile_mapping(struct op_profile *p, const struct op_mapping_desc *m);
 
 struct op_function_desc {

@@ -58,12 +58,16 @@ static void test_dictionary_dedup(void)
 
 	REQUIRE(p);
 	m1 = op_profile_mapping(p, &md);
+	md.has_functions = 0; /* a frame that did not symbolize: same mapping, flags kept */
+	md.has_inline_frames = 1;
 	m2 = op_profile_mapping(p, &md);
 	md.file_offset = 0x2000;
 	m3 = op_profile_mapping(p, &md);
 	CHECK(m1 != 0 && m1 != OP_PROFILE_ERR);
 	CHECK_EQ(m1, m2);
 	CHECK(m3 != m1);
+	CHECK(p->mappings[m1].has_functions && p->mappings[m1].has_inline_frames);
+	CHECK(!p->mappings[m1].has_line_numbers);
 	/* build ids become mapping attributes, shared between equal ids */
 	CHECK_EQ(p->mappings[m1].n_attrs, 1);
 	CHECK_EQ(p->mappings[m1].attrs[0], p->mappings[m3].attrs[0]);
