@@ -432,3 +432,48 @@ func TestPprofFixture(t *testing.T) {
 		t.Errorf("go tool pprof does not report the main binary's build id:\n%s", out)
 	}
 }
+
+// A collect with no samples still gives valid payloads: an OTLP request with a dictionary and
+// no ResourceProfiles, and a pprof profile without samples.
+func TestEncodeEmptyProfile(t *testing.T) {
+	dir := t.TempDir()
+	otlpPath, pprofPath := filepath.Join(dir, "empty.otlp"), filepath.Join(dir, "empty.pb.gz")
+	r := run(t, time.Minute, buildPath(t, "fixtures/fixture_otlp"), "--empty", otlpPath, pprofPath)
+	if r.code != 0 {
+		t.Fatalf("fixture_otlp --empty: exit %d: %s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(otlpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pprofileotlp.NewExportRequest()
+	if err := req.UnmarshalProto(data); err != nil {
+		t.Fatalf("ExportRequest.UnmarshalProto: %v", err)
+	}
+	pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(data)
+	if err != nil {
+		t.Fatalf("ProtoUnmarshaler: %v", err)
+	}
+	for _, p := range []pprofile.Profiles{req.Profiles(), pd} {
+		if p.ResourceProfiles().Len() != 0 || p.SampleCount() != 0 {
+			t.Errorf("empty profile decodes to %d resources, %d samples",
+				p.ResourceProfiles().Len(), p.SampleCount())
+		}
+		if st := p.Dictionary().StringTable(); st.Len() != 1 || st.At(0) != "" {
+			t.Errorf("empty profile: string_table %v, want [\"\"]", st.AsRaw())
+		}
+	}
+	f, err := os.Open(pprofPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("google/pprof: %v", err)
+	}
+	if err := p.CheckValid(); err != nil || len(p.Sample) != 0 {
+		t.Errorf("empty pprof: %d samples, %v", len(p.Sample), err)
+	}
+	checkWithGoToolPprof(t, pprofPath)
+}

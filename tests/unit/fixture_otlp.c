@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fixture_otlp OTLP_FILE [PPROF_FILE]
+ * fixture_otlp [--empty] OTLP_FILE [PPROF_FILE]
  *
- * Builds the known profile of test_encode_fixture.h and writes it as a serialized OTLP
- * ExportProfilesServiceRequest (and as gzipped pprof). Run by
+ * Builds the known profile of test_encode_fixture.h (or, with --empty, a profile without
+ * samples) and writes it as a serialized OTLP ExportProfilesServiceRequest (and as gzipped
+ * pprof). Run by
  * tests/integration/otlp_roundtrip_test.go, which decodes the files with pdata, google/pprof
  * and `go tool pprof`.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +33,24 @@ static int write_file(const char *path, const uint8_t *buf, size_t len)
 
 int main(int argc, char **argv)
 {
+	struct op_profile_opts o = { .period_ns = FX_PERIOD, .start_ns = FX_T0 };
 	struct op_profile *p;
+	bool empty = false;
 	uint8_t *buf;
 	size_t len;
 	int err;
 
+	if (argc > 1 && !strcmp(argv[1], "--empty")) {
+		empty = true;
+		argc--;
+		argv++;
+	}
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: %s OTLP_FILE [PPROF_FILE]\n", argv[0]);
+		fprintf(stderr, "usage: fixture_otlp [--empty] OTLP_FILE [PPROF_FILE]\n");
 		return 2;
 	}
-	p = fx_build();
-	if (!p || op_profile_sample_count(p) != 10) {
+	p = empty ? op_profile_new(&o) : fx_build();
+	if (!p || op_profile_sample_count(p) != (empty ? 0 : 10)) {
 		fprintf(stderr, "fixture_otlp: cannot build the fixture profile\n");
 		return 1;
 	}

@@ -784,7 +784,7 @@ static void test_bench(void)
 	uint32_t maps[PROCS], funcs[FUNCS], locs[LOCS], stack[DEPTH];
 	uint64_t rnd = 88172645463325252ull;
 	uint8_t *buf;
-	size_t plen = 0, olen = 0;
+	size_t plen = 0, olen = 0, rawlen = 0;
 	double t0, t_pprof = 0, t_otlp = 0;
 	int i, j, rep, reps = 5;
 
@@ -836,6 +836,12 @@ static void test_bench(void)
 		t0 = now_s();
 		REQUIRE(op_encode_pprof(p, &buf, &plen) == 0);
 		t_pprof += now_s() - t0;
+		if (!rep) {
+			uint8_t *raw = gunzip(buf, plen, &rawlen);
+
+			REQUIRE(raw);
+			free(raw);
+		}
 		free(buf);
 		t0 = now_s();
 		REQUIRE(op_encode_otlp(p, &buf, &olen) == 0);
@@ -846,8 +852,8 @@ static void test_bench(void)
 	       "(builder %zu KiB)\n",
 	       SAMPLES, DEPTH, p->n_locations - 1, p->n_functions - 1, PROCS,
 	       op_profile_memory(p) / 1024);
-	printf("bench: pprof %.2f ms, %zu bytes gzipped; otlp %.2f ms, %zu bytes\n",
-	       t_pprof * 1000 / reps, plen, t_otlp * 1000 / reps, olen);
+	printf("bench: pprof %.2f ms, %zu bytes gzipped (%zu raw); otlp %.2f ms, %zu bytes\n",
+	       t_pprof * 1000 / reps, plen, rawlen, t_otlp * 1000 / reps, olen);
 	/* generous bounds: catch a quadratic encoder, not a slow machine */
 	CHECK(t_pprof / reps < 1.0);
 	CHECK(t_otlp / reps < 1.0);
