@@ -65,6 +65,7 @@ static void usage_record(FILE *f)
 		"                         ExportProfilesServiceRequest in protobuf)\n"
 		"      --no-kernel        do not record kernel frames\n"
 		"      --no-symbolize     send addresses and build ids only (no function names)\n"
+		"      --frame-pointers   walk user stacks with frame pointers only (no CFI)\n"
 		"  -v, --verbose          more log output (repeat for debug)\n"
 		"  -q, --quiet            errors only\n"
 		"  -h, --help             this help\n"
@@ -139,6 +140,7 @@ static int cmd_record(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "no-kernel", no_argument, NULL, 'K' },
 		{ "no-symbolize", no_argument, NULL, 'S' },
+		{ "frame-pointers", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -196,6 +198,9 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'S':
 			opts.flags |= OTELPROF_F_NO_SYMBOLIZE;
+			break;
+		case 'P':
+			opts.flags |= OTELPROF_F_FRAME_POINTERS;
 			break;
 		case 'v':
 			if (verbosity < OTELPROF_LOG_DEBUG)
