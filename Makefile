@@ -41,7 +41,7 @@ WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE $(SAN_FLAGS) \
 	-Iinclude -Ilib -Ibpf -I$(GEN) -MMD -MP
-LDLIBS := -lbpf -lelf -ldwarf -lprotobuf-c -lz -llzma -lpthread
+LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
 LDFLAGS += $(SAN_FLAGS)
 
 SONAME := libotelprof.so.0

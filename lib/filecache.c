@@ -24,9 +24,9 @@
 #include "symfile.h"
 #include "symbolize.h"
 
-#define HTL_CHUNK 4096
+#define HTL_CHUNK	  4096
 #define DEFAULT_MAX_BYTES (256u << 20)
-#define NBUCKETS 1024
+#define NBUCKETS	  1024
 
 struct op_filecache {
 	pthread_mutex_t lock;
@@ -81,6 +81,51 @@ void op_strpool_free(struct op_strpool *p)
 	}
 	p->head = NULL;
 	p->bytes = 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+const char *op_file_intern(struct op_file *f, const char *s)
+{
+	size_t i, mask;
+	const char *p;
+
+	if (!s)
+		return NULL;
+	if (f->n_interned * 2 >= f->cap_interned) {
+		size_t nc = f->cap_interned ? f->cap_interned * 2 : 1024, k;
+		const char **ns = calloc(nc, sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		for (k = 0; k < f->cap_interned; k++) {
+			if (!f->interned[k])
+				continue;
+			for (i = str_hash(f->interned[k]) & (nc - 1); ns[i]; i = (i + 1) & (nc - 1))
+				;
+			ns[i] = f->interned[k];
+		}
+		free(f->interned);
+		f->interned = ns;
+		f->cap_interned = nc;
+	}
+	mask = f->cap_interned - 1;
+	for (i = str_hash(s) & mask; f->interned[i]; i = (i + 1) & mask)
+		if (!strcmp(f->interned[i], s))
+			return f->interned[i];
+	p = op_strpool_add(&f->pool, s, strlen(s));
+	if (!p)
+		return NULL;
+	f->interned[i] = p;
+	f->n_interned++;
+	return p;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -198,8 +243,9 @@ static void parse_notes(struct op_file *f, Elf_Data *d)
 				memcpy(f->build_id_raw, desc, nh.n_descsz);
 				f->build_id_len = nh.n_descsz;
 			}
-		} else if (nh.n_namesz == 3 && !memcmp(name, "Go", 3) && nh.n_type == 4 &&
-			   nh.n_descsz > 0 && nh.n_descsz < 1024 && !f->build_id_go) {
+		} else if ((nh.n_namesz == 3 || nh.n_namesz == 4) && !memcmp(name, "Go", 3) &&
+			   nh.n_type == 4 && nh.n_descsz > 0 && nh.n_descsz < 1024 &&
+			   !f->build_id_go) {
 			f->build_id_go = strndup((const char *)desc, nh.n_descsz);
 			f->is_go = true;
 		}
@@ -375,8 +421,9 @@ void op_file_add_elf_symbols(struct op_file *f, Elf *elf, bool replace)
 				raw = nr;
 				cap = nc;
 			}
-			raw[n++] = (struct rawsym){ f->syms[i].addr, f->syms[i].end - f->syms[i].addr,
-						    f->syms[i].name, 200 };
+			raw[n++] =
+				(struct rawsym){ f->syms[i].addr, f->syms[i].end - f->syms[i].addr,
+						 f->syms[i].name, 200 };
 		}
 	}
 	if (collect_elf_symbols(f, elf, &raw, &n, &cap, &has_symtab) == 0) {
@@ -411,9 +458,9 @@ static void load_elf(struct op_file *f, Elf *elf)
 
 			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 				continue;
-			f->loads[f->n_loads++] = (struct op_load_seg){ ph.p_offset, ph.p_filesz,
-								       ph.p_vaddr, ph.p_memsz,
-								       ph.p_flags };
+			f->loads[f->n_loads++] =
+				(struct op_load_seg){ ph.p_offset, ph.p_filesz, ph.p_vaddr,
+						      ph.p_memsz, ph.p_flags };
 		}
 	}
 
@@ -444,8 +491,8 @@ static void load_elf(struct op_file *f, Elf *elf)
 
 					f->debuglink = strdup(d->d_buf);
 					if (crc_off + 4 <= d->d_size)
-						memcpy(&f->debuglink_crc, (char *)d->d_buf + crc_off,
-						       4);
+						memcpy(&f->debuglink_crc,
+						       (char *)d->d_buf + crc_off, 4);
 				}
 			}
 		} else if (!strcmp(name, ".gnu_debugdata")) {
@@ -513,6 +560,7 @@ static void file_destroy(struct op_file *f)
 	free(f->debuglink);
 	free(f->path);
 	free(f->root);
+	free(f->interned);
 	op_strpool_free(&f->pool);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
@@ -663,8 +711,7 @@ static void lru_unlink(struct op_filecache *c, struct op_file *f)
 
 static void hash_unlink(struct op_filecache *c, struct op_file *f)
 {
-	struct op_file **pp =
-		&c->buckets[key_hash(f->dev, f->ino, f->size, f->mtime_sec)];
+	struct op_file **pp = &c->buckets[key_hash(f->dev, f->ino, f->size, f->mtime_sec)];
 
 	for (; *pp; pp = &(*pp)->hnext)
 		if (*pp == f) {

@@ -125,7 +125,8 @@ struct op_ksyms *op_ksyms_load(void)
 	if (total > 0 && nonzero == 0) {
 		op_warn("kernel symbol addresses are hidden (%s shows only zeros): run as root "
 			"with CAP_SYSLOG, or lower sysctl kernel.kptr_restrict; kernel frames keep "
-			"raw addresses", path);
+			"raw addresses",
+			path);
 		op_ksyms_free(k);
 		errno = EPERM;
 		return NULL;

@@ -267,8 +267,9 @@ static int read_vmas(int pid, struct op_vma **out, size_t *n_out)
 			v = nv;
 			cap = nc;
 		}
-		v[n] = (struct op_vma){ .start = e->start, .end = e->end, .offset = e->offset,
-					.deleted = e->deleted };
+		v[n] = (struct op_vma){
+			.start = e->start, .end = e->end, .offset = e->offset, .deleted = e->deleted
+		};
 		if (e->path[0]) {
 			v[n].path = strdup(e->path);
 			if (!v[n].path)
@@ -500,8 +501,7 @@ static void carry_files(struct op_vma *old, size_t n_old, struct op_vma *nv, siz
 			j++;
 		} else {
 			if (old[i].end == nv[j].end && old[i].offset == nv[j].offset &&
-			    old[i].deleted == nv[j].deleted &&
-			    !old[i].path == !nv[j].path &&
+			    old[i].deleted == nv[j].deleted && !old[i].path == !nv[j].path &&
 			    (!old[i].path || !strcmp(old[i].path, nv[j].path))) {
 				nv[j].file = old[i].file;
 				nv[j].file_tried = old[i].file_tried;

@@ -31,22 +31,22 @@ char *op_container_id_from_cgroup(const char *text);
 
 struct op_vma {
 	uint64_t start, end, offset;
-	char *path;		/* NULL for anonymous executable memory */
-	bool deleted;		/* the file was unlinked: only map_files can open it */
-	struct op_file *file;	/* opened lazily by op_proc_vma_file(); may stay NULL */
+	char *path;	      /* NULL for anonymous executable memory */
+	bool deleted;	      /* the file was unlinked: only map_files can open it */
+	struct op_file *file; /* opened lazily by op_proc_vma_file(); may stay NULL */
 	bool file_tried;
 };
 
 struct op_proc {
 	int pid;
 	char comm[16];
-	char *exe_path;		/* readlink /proc/PID/exe, or NULL */
-	char *exe_name;		/* basename of exe_path, else comm */
-	char *container_id;	/* from /proc/PID/cgroup, or NULL */
-	struct op_vma *vmas;	/* executable mappings, sorted by start */
+	char *exe_path;	     /* readlink /proc/PID/exe, or NULL */
+	char *exe_name;	     /* basename of exe_path, else comm */
+	char *container_id;  /* from /proc/PID/cgroup, or NULL */
+	struct op_vma *vmas; /* executable mappings, sorted by start */
 	size_t n_vmas;
-	uint64_t loaded_ns;	/* CLOCK_MONOTONIC of the last read */
-	uint64_t exited_ns;	/* 0 while alive */
+	uint64_t loaded_ns; /* CLOCK_MONOTONIC of the last read */
+	uint64_t exited_ns; /* 0 while alive */
 };
 
 struct op_proctab;

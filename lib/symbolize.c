@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * op_file_symbolize(): one address to a chain of functions, innermost first. DWARF (inline
- * chains, file and line) when the file or a separate debug file has it, else Go's pclntab,
- * else the ELF symbol tables. The lazy parts are loaded on the first call per file.
+ * chains, file and line) from the file or its separate debug file; else Go's pclntab; else the
+ * ELF symbol tables (with MiniDebugInfo's and the debug file's .symtab merged in). The lazy
+ * parts are loaded on the first call per file; the file's descriptor is closed after that
+ * (DWARF keeps its own).
  */
 #include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "debugfile.h"
+#include "dwarf.h"
+#include "gopclntab.h"
 #include "log.h"
 #include "symfile.h"
 #include "symbolize.h"
@@ -17,7 +24,76 @@ const struct op_sym *op_file_find_sym(const struct op_file *f, uint64_t vaddr);
 
 void op_file_release_lazy(struct op_file *f)
 {
-	(void)f;
+	op_dwarf_free(f->dwarf);
+	f->dwarf = NULL;
+	op_gopcln_free(f->gopcln);
+	f->gopcln = NULL;
+}
+
+static size_t lazy_bytes(const struct op_file *f)
+{
+	return op_dwarf_bytes(f->dwarf) + op_gopcln_bytes(f->gopcln) + f->pool.bytes +
+	       f->cap_interned * sizeof(*f->interned);
+}
+
+/* Keep the cache's byte count in step with what the lazy parts hold. */
+static void account_lazy(struct op_file *f)
+{
+	size_t now = lazy_bytes(f);
+
+	if (now != f->lazy_bytes) {
+		op_file_account(f, (ssize_t)now - (ssize_t)f->lazy_bytes);
+		f->lazy_bytes = now;
+	}
+}
+
+static void load_full(struct op_file *f)
+{
+	char found[4096] = "";
+	int dbg_fd = -1, dwarf_fd = -1;
+	Elf *elf;
+
+	if (f->fd < 0)
+		return;
+	/* the pool is already counted in f->bytes; count only its growth from here */
+	f->lazy_bytes = f->pool.bytes + f->cap_interned * sizeof(*f->interned);
+
+	if (f->has_debug_info) {
+		dwarf_fd = f->fd;
+	} else if (f->build_id_gnu || f->debuglink) {
+		dbg_fd = op_debugfile_open(f, found, sizeof(found));
+		if (dbg_fd >= 0) {
+			elf = elf_begin(dbg_fd, ELF_C_READ_MMAP, NULL);
+			if (elf) {
+				/* a stripped binary's static functions are in the debug .symtab */
+				if (!f->has_symtab)
+					op_file_add_elf_symbols(f, elf, false);
+				elf_end(elf);
+			}
+			dwarf_fd = dbg_fd;
+		}
+	}
+	if (dwarf_fd >= 0) {
+		f->dwarf = op_dwarf_open(dwarf_fd, f);
+		if (!f->dwarf && dbg_fd >= 0)
+			op_debug("debug file %s has no usable DWARF", found);
+	}
+	if (!f->has_symtab && f->has_debugdata && dbg_fd < 0) {
+		elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+		if (elf) {
+			op_debugdata_symbols(f, elf);
+			elf_end(elf);
+		}
+	}
+	if (f->is_go) {
+		elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+		if (elf) {
+			f->gopcln = op_gopcln_load(elf, f);
+			elf_end(elf);
+		}
+	}
+	if (dbg_fd >= 0)
+		close(dbg_fd);
 }
 
 static void ensure_full(struct op_file *f)
@@ -25,16 +101,24 @@ static void ensure_full(struct op_file *f)
 	if (f->full_tried)
 		return;
 	f->full_tried = true;
+	load_full(f);
 	if (f->fd >= 0) {
 		close(f->fd);
 		f->fd = -1;
 	}
 }
 
+static const char *sym_display(struct op_file *f, struct op_sym *s)
+{
+	if (!s->demangled)
+		s->demangled = op_file_demangle(f, s->name);
+	return s->demangled ? s->demangled : s->name;
+}
+
 int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *out)
 {
-	const struct op_sym *s;
-	int ret = -ENOENT;
+	struct op_sym *s;
+	int ret = -ENOENT, r;
 
 	if (!out)
 		return -EINVAL;
@@ -43,12 +127,67 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
 		return -EINVAL;
 	pthread_mutex_lock(&f->lock);
 	ensure_full(f);
-	s = op_file_find_sym(f, vaddr);
-	if (s) {
-		out->lines[0] = (struct op_sym_line){ .name = s->name, .system_name = s->name };
+	s = (struct op_sym *)op_file_find_sym(f, vaddr);
+
+	r = f->dwarf ? op_dwarf_lookup(f->dwarf, vaddr, out) : -ENOENT;
+	if (r == 0) {
+		ret = 0;
+		/* a function DIE without a name: the symbol table knows it */
+		if (!out->lines[out->n - 1].name && s) {
+			out->lines[out->n - 1].name = sym_display(f, s);
+			out->lines[out->n - 1].system_name = s->name;
+		}
+	} else if (r == 1 && (s || f->gopcln)) {
+		/* file and line without a function entry */
+		struct op_sym_line l = out->lines[0];
+
+		if (f->gopcln && op_gopcln_lookup(f->gopcln, f, vaddr, out) == 0) {
+			ret = 0;
+		} else if (s) {
+			out->lines[0] = (struct op_sym_line){ .name = sym_display(f, s),
+							      .system_name = s->name,
+							      .file = l.file,
+							      .line = l.line };
+			out->n = 1;
+			ret = 0;
+		}
+	} else if (f->gopcln && op_gopcln_lookup(f->gopcln, f, vaddr, out) == 0) {
+		ret = 0;
+	} else if (s) {
+		out->lines[0] =
+			(struct op_sym_line){ .name = sym_display(f, s), .system_name = s->name };
 		out->n = 1;
 		ret = 0;
 	}
+	if (ret)
+		out->n = 0;
+	account_lazy(f);
 	pthread_mutex_unlock(&f->lock);
 	return ret;
+}
+
+int op_file_has_lines(struct op_file *f)
+{
+	int r;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	ensure_full(f);
+	r = f->dwarf != NULL || f->gopcln != NULL;
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+int op_file_has_inline_frames(struct op_file *f)
+{
+	int r;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	ensure_full(f);
+	r = f->dwarf != NULL;
+	pthread_mutex_unlock(&f->lock);
+	return r;
 }

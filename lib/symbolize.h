@@ -70,6 +70,20 @@ int op_file_offset_to_vaddr(const struct op_file *f, uint64_t offset, uint64_t *
  */
 int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *out);
 
+/*
+ * Whether symbolizing @f gives file:line (DWARF or Go pclntab) and inline frames (DWARF), for
+ * the mapping's has_line_numbers / has_inline_frames. Loads the lazy parts if needed.
+ */
+int op_file_has_lines(struct op_file *f);
+int op_file_has_inline_frames(struct op_file *f);
+
+/*
+ * Where separate debug files are looked for: a colon-separated list of host directories
+ * searched instead of /usr/lib/debug inside each process's root (NULL restores the default).
+ * The environment variable OTELPROF_DEBUG_ROOT does the same when this was not called.
+ */
+void op_symbolize_set_debug_dirs(const char *dirs);
+
 /* Kernel symbols from /proc/kallsyms (module names kept). */
 struct op_ksyms;
 struct op_ksyms *op_ksyms_load(void);

@@ -30,8 +30,8 @@ void op_strpool_free(struct op_strpool *p);
 struct op_sym {
 	uint64_t addr;
 	uint64_t end;
-	const char *name;	/* raw, in the file's pool */
-	const char *demangled;	/* NULL: not tried yet; == name: nothing to demangle */
+	const char *name;      /* raw, in the file's pool */
+	const char *demangled; /* NULL: not tried yet; == name: nothing to demangle */
 };
 
 struct op_load_seg {
@@ -39,12 +39,12 @@ struct op_load_seg {
 	uint32_t flags; /* PF_X etc. */
 };
 
-struct op_dwarf; /* dwarf.c */
+struct op_dwarf;  /* dwarf.c */
 struct op_gopcln; /* gopclntab.c */
 
 struct op_file {
-	struct op_filecache *cache;	/* NULL once the cache is gone */
-	struct op_file *hnext;		/* hash chain */
+	struct op_filecache *cache;	     /* NULL once the cache is gone */
+	struct op_file *hnext;		     /* hash chain */
 	struct op_file *lru_prev, *lru_next; /* on the cache's idle list while refs == 0 */
 	int refs;
 
@@ -56,11 +56,11 @@ struct op_file {
 
 	size_t bytes; /* memory accounted to this file */
 
-	char *path;	   /* path as the process names it (for debug links); may be NULL */
-	char *root;	   /* "/proc/PID/root" or "" : where to resolve debug files */
-	int fd;		   /* kept open until the lazy debug-info load has run; -1 after */
+	char *path; /* path as the process names it (for debug links); may be NULL */
+	char *root; /* "/proc/PID/root" or "" : where to resolve debug files */
+	int fd;	    /* kept open until the lazy debug-info load has run; -1 after */
 
-	char *build_id_gnu;	/* hex */
+	char *build_id_gnu; /* hex */
 	uint8_t *build_id_raw;
 	size_t build_id_len;
 	char *build_id_go;
@@ -77,14 +77,17 @@ struct op_file {
 
 	struct op_sym *syms; /* sorted by addr, non-overlapping starts */
 	size_t n_syms;
-	bool has_symtab;	/* .symtab (not only .dynsym) */
-	bool has_debug_info;	/* .debug_info in the file itself */
+	bool has_symtab;     /* .symtab (not only .dynsym) */
+	bool has_debug_info; /* .debug_info in the file itself */
 
-	char *debuglink;	/* .gnu_debuglink file name */
+	char *debuglink; /* .gnu_debuglink file name */
 	uint32_t debuglink_crc;
-	bool has_debugdata;	/* .gnu_debugdata (MiniDebugInfo) */
+	bool has_debugdata; /* .gnu_debugdata (MiniDebugInfo) */
 
 	struct op_strpool pool;
+	const char **interned; /* open-addressing set over pool strings */
+	size_t n_interned, cap_interned;
+	size_t lazy_bytes; /* bytes of lazy state last accounted */
 
 	/* lazily loaded state, under lock */
 	pthread_mutex_t lock;
@@ -92,6 +95,13 @@ struct op_file {
 	struct op_dwarf *dwarf;
 	struct op_gopcln *gopcln;
 };
+
+/* filecache.c: intern a string in the file's pool (deduplicated); NULL on ENOMEM. */
+const char *op_file_intern(struct op_file *f, const char *s);
+/* demangle.c: display name for a raw symbol (interned), or @raw itself if not mangled. */
+const char *op_file_demangle(struct op_file *f, const char *raw);
+/* demangle.c: malloc()ed demangled name (no parameters), or NULL if @raw is not mangled. */
+char *op_demangle(const char *raw);
 
 /* filecache.c: merge function symbols of another ELF (a debug file) into @f. */
 struct Elf;

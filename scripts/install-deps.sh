@@ -6,12 +6,13 @@ set -euo pipefail
 packages=(
 	clang clang-format llvm lld
 	libbpf-dev bpftool
-	libelf-dev libdwarf-dev zlib1g-dev liblzma-dev libzstd-dev
+	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev liblzma-dev libzstd-dev xz-utils
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	pkg-config make gcc binutils elfutils
 	linux-perf libcap2-bin procps file
 	g++ python3
 	libclang-rt-14-dev valgrind
+	python3.11-dbg
 )
 
 missing=()

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* DWARF lines and inline chains (dwarf.c); used by symbolize.c only. */
+#ifndef OTELPROF_DWARF_H
+#define OTELPROF_DWARF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize.h"
+
+struct op_file;
+struct op_dwarf;
+
+/* Read the CU index of the ELF file open on @fd (dup()ed); strings go to @f. NULL: no DWARF. */
+struct op_dwarf *op_dwarf_open(int fd, struct op_file *f);
+void op_dwarf_free(struct op_dwarf *d);
+/* Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open). */
+bool op_dwarf_sane(int fd);
+size_t op_dwarf_bytes(const struct op_dwarf *d);
+/* Bound on parsed CU data; over it, parsed CUs are dropped and re-parsed on demand. */
+void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
+
+/*
+ * Frames for @addr, innermost first. Returns 0 with out->n >= 1; 1 with out->n == 1 when only
+ * file and line are known (no function entry: the caller names it); -ENOENT otherwise.
+ */
+int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out);
+
+#endif
