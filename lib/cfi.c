@@ -487,6 +487,14 @@ static void advance(struct cfi_exec *x, uint64_t to)
 	x->loc = to;
 }
 
+/* v * align; an overflow saturates (no row can represent it: the rule becomes unsupported) */
+static int64_t scaled(int64_t v, int64_t align)
+{
+	int64_t r;
+
+	return __builtin_mul_overflow(v, align, &r) ? INT64_MAX : r;
+}
+
 static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 {
 	struct cursor c = { p, end, false };
@@ -504,7 +512,7 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			continue;
 		}
 		if (hi == 0x80) { /* DW_CFA_offset */
-			off = (int64_t)rd_uleb(&c) * cie->data_align;
+			off = scaled((int64_t)rd_uleb(&c), cie->data_align);
 			if ((rr = track(x, lo)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			continue;
@@ -536,7 +544,7 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			break;
 		case 0x05: /* offset_extended */
 			reg = rd_uleb(&c);
-			off = (int64_t)rd_uleb(&c) * cie->data_align;
+			off = scaled((int64_t)rd_uleb(&c), cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
@@ -601,22 +609,23 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			break;
 		case 0x11: /* offset_extended_sf */
 			reg = rd_uleb(&c);
-			off = rd_sleb(&c) * cie->data_align;
+			off = scaled(rd_sleb(&c), cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
 		case 0x12: /* def_cfa_sf */
 			x->st.cfa.reg = (uint32_t)rd_uleb(&c);
-			x->st.cfa.off = rd_sleb(&c) * cie->data_align;
+			x->st.cfa.off = scaled(rd_sleb(&c), cie->data_align);
 			x->st.cfa.expr_form = false;
 			break;
 		case 0x13: /* def_cfa_offset_sf */
-			x->st.cfa.off = rd_sleb(&c) * cie->data_align;
+			x->st.cfa.off = scaled(rd_sleb(&c), cie->data_align);
 			break;
 		case 0x14: /* val_offset */
 		case 0x15: /* val_offset_sf */
 			reg = rd_uleb(&c);
-			off = (op == 0x14 ? (int64_t)rd_uleb(&c) : rd_sleb(&c)) * cie->data_align;
+			off = scaled(op == 0x14 ? (int64_t)rd_uleb(&c) : rd_sleb(&c),
+				     cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_VAL_OFFSET, .off = off };
 			break;
@@ -625,7 +634,7 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			break;
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = rd_uleb(&c);
-			off = -(int64_t)rd_uleb(&c) * cie->data_align;
+			off = scaled(scaled((int64_t)rd_uleb(&c), cie->data_align), -1);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
@@ -791,6 +800,10 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 		id = rd_n(&c, (dw64 && !eh) ? 8 : 4);
 		if (c.bad)
 			break;
+		if (c.p > end) { /* an entry shorter than its own id field */
+			c.p = end;
+			continue;
+		}
 
 		bool is_cie = eh ? id == 0 : id == (dw64 ? UINT64_MAX : 0xffffffffu);
 
@@ -851,10 +864,12 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 			pc_begin = rd_n(&c, cie->addr_size);
 			pc_range = rd_n(&c, cie->addr_size);
 		}
-		if (cie->has_z) {
+		if (c.p > end) /* the addresses ran past the entry */
+			c.bad = true;
+		if (cie->has_z && !c.bad) {
 			uint64_t alen = rd_uleb(&c);
 
-			if (alen > (uint64_t)(end - c.p))
+			if (c.p > end || alen > (uint64_t)(end - c.p))
 				c.bad = true;
 			else
 				c.p += alen;
@@ -1043,10 +1058,12 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
 			continue;
-		if (ph.p_offset + 4 > img_size)
+		if (ph.p_offset > img_size || img_size - ph.p_offset < 4)
 			return -EINVAL;
 		hdr.data = img + ph.p_offset;
-		hdr.size = ph.p_filesz;
+		/* a p_filesz past the end of the file is cut to the file */
+		hdr.size = ph.p_filesz < img_size - ph.p_offset ? ph.p_filesz
+								 : img_size - ph.p_offset;
 		hdr.addr = ph.p_vaddr;
 		c = (struct cursor){ hdr.data, hdr.data + hdr.size, false };
 		if (rd_n(&c, 1) != 1) /* version */
