@@ -23,7 +23,8 @@ fi
 cat <<MSG
 otelprof: profiling every process on this host at 20 Hz per CPU; a batch every 5 s.
   profiles (OTLP/JSON, one ExportProfilesServiceRequest per line): $OTELPROF_OUTPUT
-  look at them:  jq -c '.resourceProfiles[].resource.attributes' $OTELPROF_OUTPUT
+  processes per batch:
+    jq -c '.dictionary.stringTable as \$s | .resourceProfiles[].resource.attributes | map({(\$s[.keyStrindex // 0]): (.value.intValue // \$s[.value.stringValueStrindex // 0])}) | add' $OTELPROF_OUTPUT
   config:        $config      stop with Ctrl-C (the last batch is written on exit)
 MSG
 exec "$collector" --config "$config" --feature-gates=service.profilesSupport
