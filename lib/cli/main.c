@@ -141,6 +141,8 @@ static int cmd_record(int argc, char **argv)
 		{ "no-kernel", no_argument, NULL, 'K' },
 		{ "no-symbolize", no_argument, NULL, 'S' },
 		{ "frame-pointers", no_argument, NULL, 'P' },
+		/* advanced, not in --help: BPF ring buffer bytes (tests of lost samples) */
+		{ "ringbuf-bytes", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -198,6 +200,13 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'S':
 			opts.flags |= OTELPROF_F_NO_SYMBOLIZE;
+			break;
+		case 'R':
+			if (parse_num(optarg, 1, 1L << 30, &v))
+				return usage_error("invalid ring buffer size '%s': expected bytes, a "
+						   "power of two of at least 65536",
+						   optarg);
+			opts.ringbuf_bytes = (size_t)v;
 			break;
 		case 'P':
 			opts.flags |= OTELPROF_F_FRAME_POINTERS;
