@@ -42,9 +42,9 @@ $(COLLECTOR): collector-config/builder-config.yaml collector-config/collector.mk
 		echo "error: ocb failed building the collector (full log: $(BUILD)/ocb.log)" >&2; exit 1; }
 	$(Q)cp $(COLLECTOR_SRC)/otelcol-otelprof $@.tmp && mv $@.tmp $@
 
-# Go tests of the shim link the library too: give them this BUILD's copy. scripts/run.sh finds
-# the collector through BUILD.
-test bench run: export CGO_LDFLAGS := $(SHIM_CGO_LDFLAGS)
+# `go test` in go-shim (tests/run.sh) links the library too: give it this BUILD's copy.
+# scripts/run.sh finds the collector through BUILD.
+test: export CGO_LDFLAGS := $(SHIM_CGO_LDFLAGS)
 run: export BUILD := $(abspath $(BUILD))
 
 .PHONY: collector
