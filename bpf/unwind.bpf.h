@@ -17,10 +17,10 @@
 #define OP_UNWIND_FRAMES_PER_PROG 16
 /* Kernel limit is 33 tail calls per chain; stop well before it with a clean record. */
 #define OP_UNWIND_MAX_TAIL_CALLS 24
-#define OP_UNWIND_MAX_ROWS (2u << 20)
-#define OP_UNWIND_MAX_RULES 65536
-#define OP_UNWIND_MAX_TABLES 4096
-#define OP_UNWIND_MAX_PROCS 16384
+#define OP_UNWIND_MAX_ROWS	 (2u << 20)
+#define OP_UNWIND_MAX_RULES	 65536
+#define OP_UNWIND_MAX_TABLES	 4096
+#define OP_UNWIND_MAX_PROCS	 16384
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -93,18 +93,18 @@ static __always_inline void unwind_next(void *ctx, struct unwind_scratch *s)
 }
 
 /* Copy the leaf frame's general registers (DWARF order) for rules based on them. */
-#define LEAF_REGS(dst, src)            \
-	do {                           \
-		(dst)[0] = (src)->ax;  \
-		(dst)[1] = (src)->dx;  \
-		(dst)[2] = (src)->cx;  \
-		(dst)[3] = (src)->bx;  \
-		(dst)[4] = (src)->si;  \
-		(dst)[5] = (src)->di;  \
-		(dst)[6] = (src)->bp;  \
-		(dst)[7] = (src)->sp;  \
-		(dst)[8] = (src)->r8;  \
-		(dst)[9] = (src)->r9;  \
+#define LEAF_REGS(dst, src)             \
+	do {                            \
+		(dst)[0] = (src)->ax;   \
+		(dst)[1] = (src)->dx;   \
+		(dst)[2] = (src)->cx;   \
+		(dst)[3] = (src)->bx;   \
+		(dst)[4] = (src)->si;   \
+		(dst)[5] = (src)->di;   \
+		(dst)[6] = (src)->bp;   \
+		(dst)[7] = (src)->sp;   \
+		(dst)[8] = (src)->r8;   \
+		(dst)[9] = (src)->r9;   \
 		(dst)[10] = (src)->r10; \
 		(dst)[11] = (src)->r11; \
 		(dst)[12] = (src)->r12; \

@@ -24,29 +24,29 @@
 #endif
 
 /* DWARF register numbers on x86_64. */
-#define OP_DWARF_RBP 6
-#define OP_DWARF_RSP 7
-#define OP_DWARF_RA 16
+#define OP_DWARF_RBP   6
+#define OP_DWARF_RSP   7
+#define OP_DWARF_RA    16
 #define OP_DWARF_NREGS 17
 
 /* How to compute the canonical frame address (CFA). */
 enum op_cfa_type {
-	OP_CFA_NONE = 0,	/* no FDE covers the PC */
-	OP_CFA_RSP = 1,		/* rsp + cfa_off */
-	OP_CFA_RBP = 2,		/* rbp + cfa_off */
-	OP_CFA_REG = 3,		/* reg[cfa_reg] + cfa_off; only known in the interrupted frame */
-	OP_CFA_PLT = 4,		/* rsp + cfa_off + ((rip & 15) >= cfa_reg ? 8 : 0): PLT stubs */
-	OP_CFA_DEREF = 5,	/* *(reg[cfa_reg] + cfa_off): stack realignment (DRAP), signal frames */
+	OP_CFA_NONE = 0,  /* no FDE covers the PC */
+	OP_CFA_RSP = 1,	  /* rsp + cfa_off */
+	OP_CFA_RBP = 2,	  /* rbp + cfa_off */
+	OP_CFA_REG = 3,	  /* reg[cfa_reg] + cfa_off; only known in the interrupted frame */
+	OP_CFA_PLT = 4,	  /* rsp + cfa_off + ((rip & 15) >= cfa_reg ? 8 : 0): PLT stubs */
+	OP_CFA_DEREF = 5, /* *(reg[cfa_reg] + cfa_off): stack realignment (DRAP), signal frames */
 	OP_CFA_UNSUPPORTED = 6, /* an expression the compiler does not recognise */
 };
 
 /* Where the return address or the caller's rbp is. */
 enum op_reg_type {
-	OP_REG_SAME = 0,	/* unchanged (callee-saved and not saved yet) */
-	OP_REG_UNDEF = 1,	/* undefined: for the return address, the outermost frame */
-	OP_REG_AT_CFA = 2,	/* saved at cfa + off */
-	OP_REG_AT_RSP = 3,	/* saved at rsp + off (DW_OP_breg7 expression) */
-	OP_REG_AT_RBP = 4,	/* saved at rbp + off (DW_OP_breg6 expression) */
+	OP_REG_SAME = 0,   /* unchanged (callee-saved and not saved yet) */
+	OP_REG_UNDEF = 1,  /* undefined: for the return address, the outermost frame */
+	OP_REG_AT_CFA = 2, /* saved at cfa + off */
+	OP_REG_AT_RSP = 3, /* saved at rsp + off (DW_OP_breg7 expression) */
+	OP_REG_AT_RBP = 4, /* saved at rbp + off (DW_OP_breg6 expression) */
 	OP_REG_UNSUPPORTED = 5,
 };
 
@@ -61,7 +61,7 @@ struct op_unwind_rule {
 	__s32 cfa_off;
 	__s16 rbp_off;
 	__s16 ra_off;
-	__u8 flags;    /* OP_RULE_* */
+	__u8 flags; /* OP_RULE_* */
 	__u8 pad[3];
 };
 
@@ -75,21 +75,21 @@ struct op_unwind_regs {
 	__u64 pc;
 	__u64 sp;
 	__u64 bp;
-	__u8 leaf;	/* pc is the interrupted instruction; regs[] valid */
-	__u8 exact_pc;	/* look pc up as is (leaf, or after a signal frame), else pc - 1 */
+	__u8 leaf;     /* pc is the interrupted instruction; regs[] valid */
+	__u8 exact_pc; /* look pc up as is (leaf, or after a signal frame), else pc - 1 */
 	__u8 bp_valid;
 	__u8 pad[5];
 	__u64 regs[OP_DWARF_NREGS];
 };
 
 /* Result of one step (besides the otelprof_unwind_error codes it returns as negatives). */
-#define OP_STEP_NEXT 0	/* regs now describe the caller */
-#define OP_STEP_END 1	/* outermost frame reached: the stack is complete */
+#define OP_STEP_NEXT 0 /* regs now describe the caller */
+#define OP_STEP_END  1 /* outermost frame reached: the stack is complete */
 
 /* enum otelprof_unwind_error values, repeated so this header stands alone in tests. */
 #define OP_STEP_ERR_PC_NOT_COVERED 2
-#define OP_STEP_ERR_BAD_MEMORY 3
-#define OP_STEP_ERR_BAD_RULE 7
+#define OP_STEP_ERR_BAD_MEMORY	   3
+#define OP_STEP_ERR_BAD_RULE	   7
 
 #ifdef OP_READ_USER
 OP_UNWIND_INLINE int op_unwind_reg_value(const struct op_unwind_regs *r, __u32 reg, __u64 *v)
@@ -240,8 +240,8 @@ OP_UNWIND_INLINE int op_unwind_step_fp(struct op_unwind_regs *r)
  * row-relative pc - bias.
  */
 #define OP_UNWIND_MAX_MAPPINGS 256
-#define OP_UNWIND_TABLE_FP 0xffffffffu	 /* binary without CFI: frame-pointer step */
-#define OP_UNWIND_TABLE_ANON 0xfffffffeu /* anonymous/JIT executable memory: stop here */
+#define OP_UNWIND_TABLE_FP     0xffffffffu /* binary without CFI: frame-pointer step */
+#define OP_UNWIND_TABLE_ANON   0xfffffffeu /* anonymous/JIT executable memory: stop here */
 
 struct op_unwind_table {
 	__u32 first_row;
@@ -262,7 +262,7 @@ struct op_unwind_proc {
 };
 
 /* Row lookups are bounded by this many halvings: enough for 2^OP_UNWIND_SEARCH_STEPS rows. */
-#define OP_UNWIND_SEARCH_STEPS 22
+#define OP_UNWIND_SEARCH_STEPS	     22
 #define OP_UNWIND_MAX_ROWS_PER_TABLE (1u << OP_UNWIND_SEARCH_STEPS)
 
 #endif

@@ -23,31 +23,31 @@
 #include "cfi.h"
 
 /* DW_EH_PE_* pointer encodings */
-#define PE_ABSPTR 0x00
-#define PE_ULEB128 0x01
-#define PE_UDATA2 0x02
-#define PE_UDATA4 0x03
-#define PE_UDATA8 0x04
-#define PE_SLEB128 0x09
-#define PE_SDATA2 0x0a
-#define PE_SDATA4 0x0b
-#define PE_SDATA8 0x0c
-#define PE_PCREL 0x10
-#define PE_DATAREL 0x30
+#define PE_ABSPTR   0x00
+#define PE_ULEB128  0x01
+#define PE_UDATA2   0x02
+#define PE_UDATA4   0x03
+#define PE_UDATA8   0x04
+#define PE_SLEB128  0x09
+#define PE_SDATA2   0x0a
+#define PE_SDATA4   0x0b
+#define PE_SDATA8   0x0c
+#define PE_PCREL    0x10
+#define PE_DATAREL  0x30
 #define PE_INDIRECT 0x80
-#define PE_OMIT 0xff
+#define PE_OMIT	    0xff
 
 /* DWARF expression opcodes the recogniser understands. */
-#define OP_DEREF 0x06
-#define OP_AND 0x1a
-#define OP_PLUS 0x22
+#define OP_DEREF       0x06
+#define OP_AND	       0x1a
+#define OP_PLUS	       0x22
 #define OP_PLUS_UCONST 0x23
-#define OP_SHL 0x24
-#define OP_GE 0x2a
-#define OP_LIT0 0x30
-#define OP_LIT31 0x4f
-#define OP_BREG0 0x70
-#define OP_BREG31 0x8f
+#define OP_SHL	       0x24
+#define OP_GE	       0x2a
+#define OP_LIT0	       0x30
+#define OP_LIT31       0x4f
+#define OP_BREG0       0x70
+#define OP_BREG31      0x8f
 
 #define MAX_REMEMBER 16
 
@@ -358,10 +358,9 @@ static bool cfa_expr_rule(const uint8_t *p, size_t len, struct op_unwind_rule *r
 
 	/* breg7 A; breg16 0; lit15; and; litN; ge; lit3; shl; plus (GCC/ld PLT entries) */
 	if (n == 9 && o[0].op == OP_BREG0 + OP_DWARF_RSP && o[1].op == OP_BREG0 + OP_DWARF_RA &&
-	    o[1].arg == 0 && o[2].op == OP_LIT0 + 15 && o[3].op == OP_AND &&
-	    o[4].op >= OP_LIT0 && o[4].op <= OP_LIT0 + 15 && o[5].op == OP_GE &&
-	    o[6].op == OP_LIT0 + 3 && o[7].op == OP_SHL && o[8].op == OP_PLUS &&
-	    fits_s32(o[0].arg)) {
+	    o[1].arg == 0 && o[2].op == OP_LIT0 + 15 && o[3].op == OP_AND && o[4].op >= OP_LIT0 &&
+	    o[4].op <= OP_LIT0 + 15 && o[5].op == OP_GE && o[6].op == OP_LIT0 + 3 &&
+	    o[7].op == OP_SHL && o[8].op == OP_PLUS && fits_s32(o[0].arg)) {
 		r->cfa_type = OP_CFA_PLT;
 		r->cfa_reg = o[4].op - OP_LIT0;
 		r->cfa_off = (int32_t)o[0].arg;
@@ -593,7 +592,9 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			len = rd_uleb(&c);
 			if (len > (uint64_t)(c.end - c.p))
 				return -EINVAL;
-			x->st.cfa = (struct cfa_rule){ .expr_form = true, .expr = c.p, .expr_len = len };
+			x->st.cfa = (struct cfa_rule){ .expr_form = true,
+						       .expr = c.p,
+						       .expr_len = len };
 			c.p += len;
 			break;
 		case 0x10: /* expression */
@@ -604,7 +605,8 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 				return -EINVAL;
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = op == 0x10 ? RK_EXPR : RK_VAL_EXPR,
-							 .expr = c.p, .expr_len = len };
+							 .expr = c.p,
+							 .expr_len = len };
 			c.p += len;
 			break;
 		case 0x11: /* offset_extended_sf */
@@ -770,8 +772,7 @@ static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uin
  * Walk every entry of an .eh_frame (@eh) or .debug_frame section and push rows for each
  * FDE. Malformed single FDEs are skipped; a malformed entry length ends the walk.
  */
-static int compile_section(struct builder *b, const struct section *sec, bool eh,
-			   size_t *n_fdes)
+static int compile_section(struct builder *b, const struct section *sec, bool eh, size_t *n_fdes)
 {
 	struct cie_map cies = { 0 };
 	struct cursor c = { sec->data, sec->data + sec->size, false };
@@ -811,7 +812,8 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 			struct cie cie;
 
 			if (!cie_find(&cies, (uint64_t)(entry - sec->data)) &&
-			    parse_cie(sec, eh, (uint64_t)(entry - sec->data), c.p, end, &cie) == 0 &&
+			    parse_cie(sec, eh, (uint64_t)(entry - sec->data), c.p, end, &cie) ==
+				    0 &&
 			    cie_add(&cies, &cie)) {
 				err = -ENOMEM;
 				break;
@@ -898,7 +900,8 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 			x.loc = pc_begin;
 			if (run_program(&x, c.p, end) == 0) {
 				if (x.loc < x.end)
-					push_row(b, x.loc, state_rule(b, &x.st, cie->signal), false);
+					push_row(b, x.loc, state_rule(b, &x.st, cie->signal),
+						 false);
 				push_row(b, x.end, b->none_rule, true);
 				(*n_fdes)++;
 			} else {
@@ -1011,8 +1014,8 @@ static int get_section(Elf *elf, const char *want, struct section *out, Elf_Scn 
 }
 
 /* Bytes of the file image at ELF address @vaddr up to the end of its PT_LOAD segment. */
-static const uint8_t *vaddr_bytes(Elf *elf, const uint8_t *img, size_t img_size,
-				  uint64_t vaddr, size_t *avail)
+static const uint8_t *vaddr_bytes(Elf *elf, const uint8_t *img, size_t img_size, uint64_t vaddr,
+				  size_t *avail)
 {
 	size_t n;
 
@@ -1062,8 +1065,8 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 			return -EINVAL;
 		hdr.data = img + ph.p_offset;
 		/* a p_filesz past the end of the file is cut to the file */
-		hdr.size = ph.p_filesz < img_size - ph.p_offset ? ph.p_filesz
-								 : img_size - ph.p_offset;
+		hdr.size =
+			ph.p_filesz < img_size - ph.p_offset ? ph.p_filesz : img_size - ph.p_offset;
 		hdr.addr = ph.p_vaddr;
 		c = (struct cursor){ hdr.data, hdr.data + hdr.size, false };
 		if (rd_n(&c, 1) != 1) /* version */

@@ -26,16 +26,16 @@ enum op_cfi_source {
 };
 
 struct op_cfi_table {
-	uint64_t base;		       /* ELF virtual address of row pc 0 */
-	uint64_t end;		       /* ELF address past the last covered byte */
-	struct op_unwind_row *rows;    /* sorted by pc */
+	uint64_t base;		    /* ELF virtual address of row pc 0 */
+	uint64_t end;		    /* ELF address past the last covered byte */
+	struct op_unwind_row *rows; /* sorted by pc */
 	size_t n_rows;
-	struct op_unwind_rule *rules;  /* distinct rules; rows index them */
+	struct op_unwind_rule *rules; /* distinct rules; rows index them */
 	size_t n_rules;
 	enum op_cfi_source source;
-	size_t n_fdes;		       /* FDEs compiled */
-	size_t n_raw_rows;	       /* rows before merging */
-	size_t n_unsupported;	       /* rows whose CFA rule is not representable */
+	size_t n_fdes;	      /* FDEs compiled */
+	size_t n_raw_rows;    /* rows before merging */
+	size_t n_unsupported; /* rows whose CFA rule is not representable */
 };
 
 /*

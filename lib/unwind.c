@@ -29,9 +29,9 @@
 #include "sampler.skel.h"
 #include "unwind.h"
 
-#define MAX_FILES 8192	       /* binaries remembered (with or without a loaded table) */
-#define MAX_LOADS 8	       /* PT_LOAD segments remembered per binary */
-#define PROC_BUCKETS 1024
+#define MAX_FILES      8192 /* binaries remembered (with or without a loaded table) */
+#define MAX_LOADS      8    /* PT_LOAD segments remembered per binary */
+#define PROC_BUCKETS   1024
 #define REFRESH_MIN_NS 50000000ull /* at most one unknown-PC refresh per pid per 50 ms */
 
 struct load_seg {
@@ -40,15 +40,15 @@ struct load_seg {
 
 /* One binary. */
 struct file_ent {
-	char id[48];		/* build id or content hash (cfi.h), "" for a failed open */
-	uint64_t dev, ino;	/* as in /proc/PID/maps */
-	bool fp;		/* no usable CFI: walk frame pointers through it */
-	int slot;		/* BPF table slot, -1 when not loaded */
+	char id[48];	   /* build id or content hash (cfi.h), "" for a failed open */
+	uint64_t dev, ino; /* as in /proc/PID/maps */
+	bool fp;	   /* no usable CFI: walk frame pointers through it */
+	int slot;	   /* BPF table slot, -1 when not loaded */
 	uint32_t first_row, n_rows;
-	uint64_t base;		/* ELF address of row pc 0 */
+	uint64_t base; /* ELF address of row pc 0 */
 	struct load_seg load[MAX_LOADS];
 	int n_load;
-	uint32_t refs;		/* processes whose mappings use the slot */
+	uint32_t refs; /* processes whose mappings use the slot */
 	uint64_t last_used_ns;
 };
 
@@ -77,7 +77,7 @@ struct op_unwinder {
 
 	struct op_unwind_rule *rules; /* global rule set (index = BPF key) */
 	uint32_t n_rules;
-	uint32_t *rule_hash;	      /* open addressing, UINT32_MAX empty */
+	uint32_t *rule_hash; /* open addressing, UINT32_MAX empty */
 	uint32_t rule_hash_cap;
 
 	struct file_ent *files;
@@ -127,7 +127,8 @@ static void rows_free(struct op_unwinder *u, uint32_t start, uint32_t n)
 	memmove(&u->free_ext[i + 1], &u->free_ext[i], (u->n_free - i) * sizeof(*u->free_ext));
 	u->free_ext[i] = (struct extent){ start, n };
 	u->n_free++;
-	if (i + 1 < u->n_free && u->free_ext[i].start + u->free_ext[i].len == u->free_ext[i + 1].start) {
+	if (i + 1 < u->n_free &&
+	    u->free_ext[i].start + u->free_ext[i].len == u->free_ext[i + 1].start) {
 		u->free_ext[i].len += u->free_ext[i + 1].len;
 		memmove(&u->free_ext[i + 1], &u->free_ext[i + 2],
 			(u->n_free - i - 2) * sizeof(*u->free_ext));
@@ -355,7 +356,8 @@ static int vdso_file(struct op_unwinder *u)
 	while (fp && fgets(line, sizeof(line), fp)) {
 		unsigned long long lo, hi;
 
-		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo == base)
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &lo, &hi) == 2 &&
+		    lo == base)
 			size = hi - lo;
 	}
 	if (fp)
@@ -403,7 +405,8 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_mi
 					f->dev = dev;
 					f->ino = m->ino;
 					f->refs = 0;
-					/* the slot belongs to the first entry; alias by id at use */
+					/* the slot belongs to the first entry; alias by id at use
+					 */
 					f->slot = -1;
 					f->fp = u->files[i].fp;
 				}
@@ -425,8 +428,7 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_mi
 }
 
 /* Bias such that ELF address = run-time address - bias, for a mapping at file @offset. */
-static bool mapping_bias(const struct file_ent *f, uint64_t start, uint64_t offset,
-			 uint64_t *bias)
+static bool mapping_bias(const struct file_ent *f, uint64_t start, uint64_t offset, uint64_t *bias)
 {
 	for (int i = 0; i < f->n_load; i++) {
 		const struct load_seg *s = &f->load[i];
@@ -541,7 +543,8 @@ static int refresh(struct op_unwinder *u, int pid)
 			/* aliases (same id) resolve to the entry holding the slot */
 			if (f->slot < 0 && !f->fp && f->id[0]) {
 				for (int i = 0; i < u->n_files; i++)
-					if (u->files[i].slot >= 0 && !strcmp(u->files[i].id, f->id)) {
+					if (u->files[i].slot >= 0 &&
+					    !strcmp(u->files[i].id, f->id)) {
 						fi = i;
 						f = &u->files[i];
 						break;

@@ -35,11 +35,11 @@ void op_unwinder_on_exit(struct op_unwinder *u, int pid);
 uint64_t op_unwinder_table_bytes(const struct op_unwinder *u);
 
 struct op_unwinder_stats {
-	uint64_t tables;	/* tables loaded now */
-	uint64_t compiled;	/* tables compiled (cache misses) */
+	uint64_t tables;   /* tables loaded now */
+	uint64_t compiled; /* tables compiled (cache misses) */
 	uint64_t evicted;
-	uint64_t refreshes;	/* process mapping reloads */
-	uint64_t compile_ns;	/* time spent compiling tables */
+	uint64_t refreshes;  /* process mapping reloads */
+	uint64_t compile_ns; /* time spent compiling tables */
 };
 void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st);
 

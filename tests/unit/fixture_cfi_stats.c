@@ -30,8 +30,8 @@ int main(int argc, char **argv)
 		runs = atoi(argv[2]);
 		i = 3;
 	}
-	printf("%-40s %7s %8s %8s %6s %10s %9s %9s\n", "file", "fdes", "raw_rows", "rows",
-	       "rules", "bytes", "B/row", "build_ms");
+	printf("%-40s %7s %8s %8s %6s %10s %9s %9s\n", "file", "fdes", "raw_rows", "rows", "rules",
+	       "bytes", "B/row", "build_ms");
 	for (; i < argc; i++) {
 		struct op_cfi_table *t = NULL;
 		double best = 1e9;

@@ -81,8 +81,8 @@ static bool reg_matches(uint8_t type, int32_t off, const char *tok, bool is_ra)
 	return is_ra ? type == OP_REG_UNSUPPORTED : type == OP_REG_UNDEF;
 }
 
-static void check_row(const struct op_cfi_table *t, uint64_t loc, const char *cfa,
-		      const char *rbp, const char *ra, struct cmp_stats *st, const char *what)
+static void check_row(const struct op_cfi_table *t, uint64_t loc, const char *cfa, const char *rbp,
+		      const char *ra, struct cmp_stats *st, const char *what)
 {
 	const struct op_unwind_rule *r = op_cfi_lookup(t, loc);
 
@@ -106,8 +106,8 @@ static void check_row(const struct op_cfi_table *t, uint64_t loc, const char *cf
  * Run readelf on @path and check every row of section @section (".eh_frame" or
  * ".debug_frame") against @t.
  */
-static int compare_with_readelf(const char *path, const char *section,
-				const struct op_cfi_table *t, struct cmp_stats *st)
+static int compare_with_readelf(const char *path, const char *section, const struct op_cfi_table *t,
+				struct cmp_stats *st)
 {
 	char cmd[4200], line[4096], want[64];
 	/* initial rows of CIEs by offset, for FDEs that have no instructions of their own */
@@ -376,7 +376,8 @@ int main(void)
 	for (size_t i = 0; i < 2; i++) {
 		/* the last one (gcc only) makes the VLA function realign through DRAP (r10) */
 		const char *flags[] = { "-O2 -fomit-frame-pointer", "-O2 -fno-omit-frame-pointer",
-					"-O0", "-O2 -fomit-frame-pointer -mincoming-stack-boundary=3" };
+					"-O0",
+					"-O2 -fomit-frame-pointer -mincoming-stack-boundary=3" };
 
 		if (!have(compilers[i]))
 			continue;

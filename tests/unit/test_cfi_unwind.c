@@ -28,8 +28,7 @@ static struct snapshot *cur_snap;
 
 static int snap_read(uint64_t *dst, uint64_t addr)
 {
-	if (addr < cur_snap->base || addr + 8 > cur_snap->base + cur_snap->len ||
-	    addr + 8 < addr)
+	if (addr < cur_snap->base || addr + 8 > cur_snap->base + cur_snap->len || addr + 8 < addr)
 		return -1;
 	memcpy(dst, cur_snap->mem + (addr - cur_snap->base), 8);
 	return 0;
@@ -48,15 +47,15 @@ static struct snapshot snap_plain, snap_signal;
 static volatile int sink;
 
 /* Capture pc/sp/bp of the calling point and copy the live stack. Must be inlined. */
-#define CAPTURE(s)                                                                        \
-	do {                                                                              \
-		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"     \
-				 : "=r"((s)->pc), "=r"((s)->sp), "=r"((s)->bp));          \
-		(s)->base = (s)->sp;                                                      \
-		(s)->len = stack_top - (s)->sp;                                           \
-		(s)->mem = malloc((s)->len);                                              \
-		if ((s)->mem)                                                             \
-			memcpy((s)->mem, (void *)(uintptr_t)(s)->sp, (s)->len);           \
+#define CAPTURE(s)                                                                    \
+	do {                                                                          \
+		__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" \
+				 : "=r"((s)->pc), "=r"((s)->sp), "=r"((s)->bp));      \
+		(s)->base = (s)->sp;                                                  \
+		(s)->len = stack_top - (s)->sp;                                       \
+		(s)->mem = malloc((s)->len);                                          \
+		if ((s)->mem)                                                         \
+			memcpy((s)->mem, (void *)(uintptr_t)(s)->sp, (s)->len);       \
 	} while (0)
 
 static void on_signal(int sig)
