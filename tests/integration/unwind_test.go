@@ -96,9 +96,9 @@ func checkShares(t *testing.T, ss []*profile.Sample, want map[string]float64, to
 // TestUnwindRecursionNoFP: 100 recursion levels without frame pointers, every one unwound.
 func TestUnwindRecursionNoFP(t *testing.T) {
 	requireRoot(t)
-	w := startWorkload(t, "cfi_recurse-nofp", "20")
+	w := startWorkload(t, "cfi_recurse-nofp", "30")
 	time.Sleep(300 * time.Millisecond)
-	ss := recordPid(t, w.Process.Pid, 6)
+	ss := recordPid(t, w.Process.Pid, 10) // long enough for 2000 samples on a busy host
 	if n := total(ss); n < 2000 {
 		t.Fatalf("got %d samples, want >= 2000", n)
 	}
@@ -124,7 +124,7 @@ func TestUnwindThreadsThroughLibcNoFP(t *testing.T) {
 	requireRoot(t)
 	w := startWorkload(t, "cfi_mt-nofp", "20", "2")
 	time.Sleep(300 * time.Millisecond)
-	ss := recordPid(t, w.Process.Pid, 5)
+	ss := recordPid(t, w.Process.Pid, 8) // long enough for 2000 samples on a busy host
 	if n := total(ss); n < 2000 {
 		t.Fatalf("got %d samples, want >= 2000", n)
 	}
