@@ -208,3 +208,44 @@ func TestLifecycleShutdownDelivers(t *testing.T) {
 		t.Errorf("otelprof_busy_leaf missing from the flushed samples; top: %v", s.topFunctions(int64(pid), 10))
 	}
 }
+
+// The library's own messages reach the collector's logger, tagged source=libotelprof, without
+// Go stack traces. Profiling a pid that does not exist fails in otelprof_open, which logs why
+// (as does a missing privilege when not root): either way there is a message to see.
+func TestLibraryLogReachesCollectorLogger(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Pids = []int{1 << 30}
+	f := NewFactory()
+	set := receivertest.NewNopSettings(f.Type())
+	core, logs := observer.New(zap.DebugLevel)
+	// Like the collector's own logger: stack traces on errors.
+	set.Logger = zap.New(core, zap.AddStacktrace(zapcore.ErrorLevel))
+	r, err := f.CreateProfiles(context.Background(), set, cfg, new(consumertest.ProfilesSink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Start(context.Background(), componenttest.NewNopHost())
+	if errors.Is(err, otelprof.ErrUnsupported) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err == nil {
+		_ = r.Shutdown(context.Background())
+		t.Fatal("profiling pid 1<<30 started")
+	}
+	t.Logf("start error: %v", err)
+	var lib []observer.LoggedEntry
+	for _, e := range logs.All() {
+		if e.ContextMap()["source"] == "libotelprof" {
+			lib = append(lib, e)
+		}
+	}
+	if len(lib) == 0 {
+		t.Fatalf("no library message in the collector log; entries: %v", logs.All())
+	}
+	for _, e := range lib {
+		t.Logf("%s: %s", e.Level, e.Message)
+		if e.Stack != "" {
+			t.Errorf("library message %q carries a Go stack trace", e.Message)
+		}
+	}
+}

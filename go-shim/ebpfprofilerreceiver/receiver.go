@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/otelprof/otelprof/go-shim/internal/otelprof"
 )
@@ -47,6 +48,9 @@ func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles, op
 // Start loads the BPF programs, attaches them and starts the collect loop.
 func (r *profilesReceiver) Start(_ context.Context, _ component.Host) error {
 	logger := r.set.Logger
+	// Library messages come through a cgo callback: a Go stack trace would say nothing.
+	libLogger := logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel)).
+		With(zap.String("source", "libotelprof"))
 	maxLevel := otelprof.LevelInfo
 	if r.cfg.VerboseMode {
 		maxLevel = otelprof.LevelDebug
@@ -54,13 +58,13 @@ func (r *profilesReceiver) Start(_ context.Context, _ component.Host) error {
 	otelprof.SetLogger(func(level otelprof.Level, msg string) {
 		switch level {
 		case otelprof.LevelError:
-			logger.Error(msg, zap.String("source", "libotelprof"))
+			libLogger.Error(msg)
 		case otelprof.LevelWarn:
-			logger.Warn(msg, zap.String("source", "libotelprof"))
+			libLogger.Warn(msg)
 		case otelprof.LevelInfo:
-			logger.Info(msg, zap.String("source", "libotelprof"))
+			libLogger.Info(msg)
 		default:
-			logger.Debug(msg, zap.String("source", "libotelprof"))
+			libLogger.Debug(msg)
 		}
 	}, maxLevel)
 

@@ -9,6 +9,7 @@ package otelprof
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 )
 
@@ -75,8 +76,11 @@ func (e *Error) Error() string {
 	hint := ""
 	switch syscall.Errno(e.Code) {
 	case syscall.EPERM, syscall.EACCES:
-		hint = " (run as root, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, " +
-			"CAP_DAC_READ_SEARCH and CAP_SYSLOG)"
+		// otelprof_strerror() may already say how to get the privileges.
+		if !strings.Contains(e.Msg, "CAP_") {
+			hint = " (run as root, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, " +
+				"CAP_DAC_READ_SEARCH and CAP_SYSLOG)"
+		}
 	}
 	return fmt.Sprintf("%s: %s%s", e.Op, e.Msg, hint)
 }
