@@ -1,0 +1,250 @@
+package integration
+
+// Reliability under faults (issue 7): exec storm, lost samples on a full ring buffer,
+// SIGTERM flush, hostile binaries in a live process, valgrind, many processes.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// longMode: OTELPROF_LONG=1 (make bench) runs the storm for a minute and 10,000 processes.
+func longMode() bool { return os.Getenv("OTELPROF_LONG") == "1" }
+
+var wroteRe = regexp.MustCompile(`wrote (\d+) samples \((\d+) lost, (\d+) dropped\) from (\d+) processes`)
+
+type recStats struct {
+	samples, lost, dropped, processes int64
+	maxRSSKiB                         int64
+	wall                              time.Duration
+}
+
+// recordStats runs `otelprof record` (pprof to a temp file) and returns the parsed profile,
+// the CLI's own summary line and the recorder's peak RSS.
+func recordStats(t *testing.T, args ...string) (*profile.Profile, recStats, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.pb.gz")
+	all := append([]string{"record", "--output", out}, args...)
+	cmd := exec.Command(buildPath(t, "otelprof"), all...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	start := time.Now()
+	err := cmd.Run()
+	var st recStats
+	st.wall = time.Since(start)
+	if err != nil {
+		t.Fatalf("otelprof %v: %v; stderr: %s", all, err, errb.String())
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		st.maxRSSKiB = ru.Maxrss
+	}
+	m := wroteRe.FindStringSubmatch(errb.String())
+	if m == nil {
+		t.Fatalf("no 'wrote N samples (N lost, N dropped)' line: the recorder must report losses; stderr: %s", errb.String())
+	}
+	st.samples, _ = strconv.ParseInt(m[1], 10, 64)
+	st.lost, _ = strconv.ParseInt(m[2], 10, 64)
+	st.dropped, _ = strconv.ParseInt(m[3], 10, 64)
+	st.processes, _ = strconv.ParseInt(m[4], 10, 64)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("parse %s: %v", out, err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("invalid profile: %v", err)
+	}
+	return p, st, errb.String()
+}
+
+func exeName(s *profile.Sample) string {
+	if v := s.Label["process.executable.name"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// TestReliabilityExecStorm: hundreds of short-lived processes a second while the whole system
+// is recorded. No crash, bounded memory, and the children's samples are still attributed to
+// their executable (most of them after the child has exited).
+func TestReliabilityExecStorm(t *testing.T) {
+	requireRoot(t)
+	secs, rate := 10, 400
+	if longMode() {
+		secs = 60
+	}
+	storm := exec.Command(buildPath(t, "workloads/rel_storm"), strconv.Itoa(rate), strconv.Itoa(secs), "2")
+	var sout strings.Builder
+	storm.Stdout = &sout
+	if err := storm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = storm.Process.Kill(); _ = storm.Wait() }()
+	p, st, _ := recordStats(t, "--frequency", "499", "--duration", strconv.Itoa(secs))
+	if err := storm.Wait(); err != nil {
+		t.Fatalf("rel_storm: %v", err)
+	}
+	var spawned int
+	var achieved float64
+	if m := regexp.MustCompile(`spawned=(\d+) .*rate=([0-9.]+)/s`).FindStringSubmatch(sout.String()); m != nil {
+		spawned, _ = strconv.Atoi(m[1])
+		achieved, _ = strconv.ParseFloat(m[2], 64)
+	}
+	var child, childNamed int64
+	pids := map[int64]bool{}
+	for _, s := range p.Sample {
+		if exeName(s) != "rel_storm" {
+			continue
+		}
+		if v := s.NumLabel["pid"]; len(v) > 0 && v[0] != int64(storm.Process.Pid) {
+			child += count(s)
+			pids[v[0]] = true
+			if hasFunc(s, "rel_storm_burn") {
+				childNamed += count(s)
+			}
+		}
+	}
+	t.Logf("storm: %s; recorder: %d samples, %d lost, %d dropped, %d processes, max RSS %d MiB",
+		strings.TrimSpace(sout.String()), st.samples, st.lost, st.dropped, st.processes, st.maxRSSKiB/1024)
+	t.Logf("children: %d samples from %d distinct pids attributed to rel_storm, %.0f%% symbolized to rel_storm_burn",
+		child, len(pids), 100*float64(childNamed)/float64(max(child, 1)))
+	if achieved < 100 {
+		t.Logf("warning: only %.0f processes/s achieved (machine busy)", achieved)
+	}
+	if spawned > 0 && len(pids) < spawned/4 {
+		t.Errorf("samples from %d of %d short-lived children carry executable name rel_storm, want >= 1/4", len(pids), spawned)
+	}
+	// Symbolizing a child needs its /proc/PID/maps (read on its exec event or first sample)
+	// while it lives; when the reader thread is busy (first symbolization of a large binary
+	// on a loaded host) most 3 ms children are gone by then and keep mapping-less addresses.
+	// That is a limitation, logged above, not a failure; the executable name is the contract.
+	if child == 0 {
+		t.Errorf("no samples of the short-lived children")
+	}
+	if st.maxRSSKiB > 512*1024 {
+		t.Errorf("recorder peak RSS %d MiB during the storm, want <= 512 MiB", st.maxRSSKiB/1024)
+	}
+}
+
+// TestReliabilityRingbufOverflow: 10 kHz on every CPU into a 64 KiB ring buffer loses
+// samples; every one is counted (written + lost = the sampler's runs), and the CLI says so.
+func TestReliabilityRingbufOverflow(t *testing.T) {
+	requireRoot(t)
+	ncpu := runtime.NumCPU()
+	for i := 0; i < ncpu; i++ {
+		startWorkload(t, "bench_deep", "8", "120")
+	}
+	time.Sleep(200 * time.Millisecond)
+	const hz, secs = 10000, 4
+	p, st, stderr := recordStats(t, "--frequency", strconv.Itoa(hz), "--duration", strconv.Itoa(secs),
+		"--ringbuf-bytes", "65536")
+	var inProfile int64
+	for _, s := range p.Sample {
+		inProfile += count(s)
+	}
+	expected := int64(hz * secs * ncpu)
+	t.Logf("%d written, %d lost, %d dropped of ~%d sampler runs (%d CPUs busy); profile holds %d",
+		st.samples, st.lost, st.dropped, expected, ncpu, inProfile)
+	if st.lost == 0 {
+		t.Fatalf("no lost samples reported with a 64 KiB ring buffer at %d Hz: %s", hz, stderr)
+	}
+	if inProfile != st.samples {
+		t.Errorf("profile holds %d samples but the recorder reports %d written", inProfile, st.samples)
+	}
+	if tot := st.samples + st.lost + st.dropped; tot < expected*6/10 {
+		t.Errorf("written+lost+dropped = %d, want about %d: samples vanished without being counted", tot, expected)
+	}
+}
+
+// TestReliabilitySIGTERMFlush: every sample taken before SIGTERM is in the output: the count
+// matches the target's CPU time up to the signal.
+func TestReliabilitySIGTERMFlush(t *testing.T) {
+	requireRoot(t)
+	w := startWorkload(t, "ratio", "30")
+	out := filepath.Join(t.TempDir(), "term.pb.gz")
+	const hz = 199
+	cmd := exec.Command(buildPath(t, "otelprof"), "record", "-v", "--pid", strconv.Itoa(w.Process.Pid),
+		"--frequency", strconv.Itoa(hz), "--duration", "0", "--output", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	// wait until sampling is attached ("recording ..."), then measure the target's CPU time
+	br := bufio.NewReader(stderr)
+	var lines []string
+	for {
+		l, err := br.ReadString('\n')
+		lines = append(lines, l)
+		if strings.Contains(l, "recording") {
+			break
+		}
+		if err != nil {
+			t.Fatalf("otelprof ended before recording: %v", lines)
+		}
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
+	c0 := cpuTicks(t, w.Process.Pid)
+	time.Sleep(3 * time.Second)
+	c1 := cpuTicks(t, w.Process.Pid)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("otelprof after SIGTERM: %v; %s", err, <-rest)
+	}
+	tail := <-rest
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := total(samplesOf(p, w.Process.Pid))
+	clk := int64(100) // USER_HZ
+	want := (c1 - c0) * hz / clk
+	t.Logf("target CPU between attach and SIGTERM: %.2f s -> >= %d samples expected; %d written (%s)",
+		float64(c1-c0)/float64(clk), want, got, strings.TrimSpace(tail))
+	if got < want*9/10 {
+		t.Errorf("%d samples written after SIGTERM, want >= %d (90%% of the target's CPU time before the signal)", got, want*9/10)
+	}
+	if m := wroteRe.FindStringSubmatch(tail); m == nil || m[2] != "0" {
+		t.Errorf("expected a summary with 0 lost samples: %q", tail)
+	}
+}
+
+// cpuTicks: utime+stime of every thread of pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
