@@ -43,7 +43,6 @@ struct otelprof {
 	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
 	struct op_profile *profile;
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
-	uint64_t kernel_mapping;
 	struct otelprof_stats stats;
 
 	pthread_mutex_t state_lock; /* serialises start/stop */
@@ -236,7 +235,6 @@ static struct op_profile *new_profile(struct otelprof *p)
 		.scope_version = OTELPROF_VERSION_STRING,
 	};
 
-	p->kernel_mapping = 0;
 	return op_profile_new(&po);
 }
 
@@ -256,12 +254,6 @@ static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
 	const char *module = NULL, *sym = NULL;
 	char name[256];
 
-	if (!p->kernel_mapping) {
-		struct op_mapping_desc md = { .filename = "[kernel.kallsyms]",
-					      .has_functions = 1 };
-
-		p->kernel_mapping = op_profile_mapping(p->profile, &md);
-	}
 	if (p->ksyms && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
 		sym = op_ksyms_resolve(p->ksyms, addr, &module);
 	if (sym) {
@@ -275,8 +267,8 @@ static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
 	} else {
 		p->stats.unsymbolized++;
 	}
-	return op_profile_location(p->profile, p->kernel_mapping, addr, &line, sym ? 1 : 0,
-				   OP_FRAME_KERNEL);
+	/* mapping 0: the builder's shared [kernel.kallsyms] mapping */
+	return op_profile_location(p->profile, 0, addr, &line, sym ? 1 : 0, OP_FRAME_KERNEL);
 }
 
 /*
