@@ -27,6 +27,7 @@
 #include "cfi.h"
 #include "log.h"
 #include "sampler.skel.h"
+#include "proc.h"
 #include "unwind.h"
 
 #define MAX_FILES      8192 /* binaries remembered (with or without a loaded table) */
@@ -333,11 +334,6 @@ static struct file_ent *new_file(struct op_unwinder *u)
 	return f;
 }
 
-struct op_maps_line_min {
-	uint64_t start, end, offset, ino;
-	uint32_t maj, min;
-	char path[4096];
-};
 
 static int vdso_file(struct op_unwinder *u)
 {
@@ -371,15 +367,15 @@ static int vdso_file(struct op_unwinder *u)
 }
 
 /* The binary behind one mapping of @pid, compiled and loaded on first sight. */
-static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_min *m)
+static int file_for(struct op_unwinder *u, int pid, const struct op_maps_entry *m)
 {
-	uint64_t dev = (uint64_t)m->maj << 32 | m->min;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	char path[4200], id[48];
 	struct file_ent *f;
 	int fd;
 
 	for (int i = 0; i < u->n_files; i++)
-		if (u->files[i].ino == m->ino && u->files[i].dev == dev && u->files[i].id[0])
+		if (u->files[i].ino == m->inode && u->files[i].dev == dev && u->files[i].id[0])
 			return i;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
@@ -403,7 +399,7 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_mi
 				if (f) {
 					*f = u->files[i];
 					f->dev = dev;
-					f->ino = m->ino;
+					f->ino = m->inode;
 					f->refs = 0;
 					/* the slot belongs to the first entry; alias by id at use
 					 */
@@ -421,7 +417,7 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_line_mi
 	}
 	snprintf(f->id, sizeof(f->id), "%s", id);
 	f->dev = dev;
-	f->ino = m->ino;
+	f->ino = m->inode;
 	compile_into(u, f, fd, NULL, 0);
 	close(fd);
 	return (int)(f - u->files);
@@ -460,32 +456,10 @@ static void proc_drop_refs(struct op_unwinder *u, struct proc_ent *p)
 	p->n_files = 0;
 }
 
-static int parse_line(const char *line, struct op_maps_line_min *m, bool *exec)
-{
-	unsigned long long s, e, off, ino;
-	unsigned int maj, min;
-	char perms[8];
-	int n = 0;
-
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e, perms, &off, &maj, &min, &ino,
-		   &n) < 7)
-		return -EINVAL;
-	m->start = s;
-	m->end = e;
-	m->offset = off;
-	m->maj = maj;
-	m->min = min;
-	m->ino = ino;
-	*exec = perms[2] == 'x';
-	snprintf(m->path, sizeof(m->path), "%s", n ? line + n : "");
-	m->path[strcspn(m->path, "\n")] = 0;
-	return 0;
-}
-
 static int refresh(struct op_unwinder *u, int pid)
 {
 	struct proc_ent **pp = proc_slot(u, pid), *p = *pp;
-	struct op_maps_line_min *m;
+	struct op_maps_entry *m;
 	char path[64], *line = NULL;
 	size_t cap = 0;
 	FILE *fp;
@@ -521,10 +495,10 @@ static int refresh(struct op_unwinder *u, int pid)
 	memset(p->bpf, 0, sizeof(*p->bpf));
 	while (getline(&line, &cap, fp) > 0 && p->bpf->n < OP_UNWIND_MAX_MAPPINGS) {
 		struct op_unwind_mapping *e = &p->bpf->m[p->bpf->n];
-		bool exec;
 		int fi;
 
-		if (parse_line(line, m, &exec) || !exec)
+		/* the one maps parser (lib/proc.c), fuzzed and tested for odd paths */
+		if (op_parse_maps_line(line, m) || !m->executable)
 			continue;
 		e->start = m->start;
 		e->end = m->end;

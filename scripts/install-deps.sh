@@ -10,7 +10,7 @@ packages=(
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	pkg-config make gcc binutils elfutils
 	linux-perf libcap2-bin procps file
-	g++ python3
+	g++ python3 util-linux
 	libclang-rt-14-dev valgrind
 	python3.11-dbg
 )

@@ -88,7 +88,7 @@ func TestCLINotPrivileged(t *testing.T) {
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
 		if _, err := exec.LookPath("setpriv"); err != nil {
-			t.Skip("skipped: setpriv (util-linux) is needed to drop root")
+			t.Fatal("setpriv (util-linux) is needed to drop root: run scripts/install-deps.sh")
 		}
 		if err := os.Chmod(out, 0o777); err != nil {
 			t.Fatal(err)

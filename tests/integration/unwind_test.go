@@ -181,7 +181,7 @@ func TestUnwindPython(t *testing.T) {
 	requireRoot(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("skipped: python3 not installed (scripts/install-deps.sh installs it)")
+		t.Fatal("python3 not installed: run scripts/install-deps.sh")
 	}
 	script := filepath.Join(t.TempDir(), "spin.py")
 	if err := os.WriteFile(script, []byte("def spin():\n    x = 0\n    while True:\n        x += 1\nspin()\n"), 0o644); err != nil {
@@ -241,7 +241,7 @@ func TestUnwindMatchesPerfDwarf(t *testing.T) {
 	requireRoot(t)
 	perf, err := exec.LookPath("perf")
 	if err != nil {
-		t.Skip("skipped: perf not installed (linux-perf)")
+		t.Fatal("perf not installed: run scripts/install-deps.sh (linux-perf)")
 	}
 	bin := buildPath(t, "workloads/cfi_mt-nofp")
 
@@ -251,7 +251,7 @@ func TestUnwindMatchesPerfDwarf(t *testing.T) {
 	r := run(t, 2*time.Minute, perf, "record", "-e", "cpu-clock", "-F", "499", "--call-graph",
 		"dwarf,16384", "-o", data, "--", bin, "4", "2")
 	if r.code != 0 {
-		t.Skipf("skipped: perf record failed (exit %d): %s", r.code, r.stderr)
+		t.Fatalf("perf record failed (exit %d): %s", r.code, r.stderr)
 	}
 	script := exec.Command(perf, "script", "-i", data, "-F", "comm,tid,ip,sym")
 	out, err := script.StdoutPipe()
@@ -295,7 +295,7 @@ func TestUnwindMatchesPerfDwarf(t *testing.T) {
 	flush()
 	_ = script.Wait()
 	if perfSamples < 500 {
-		t.Skipf("skipped: perf script gave %d samples", perfSamples)
+		t.Fatalf("perf script gave only %d samples", perfSamples)
 	}
 
 	w := startWorkload(t, "cfi_mt-nofp", "20", "2")
