@@ -27,6 +27,7 @@
 #define NONE		 UINT32_MAX
 #define MAX_ORIGIN_DEPTH 8
 #define MAX_TREE_DEPTH	 64
+#define MAX_DIES_PER_CU	 (8u << 20)
 #define DEFAULT_BUDGET	 (64u << 20)
 
 struct dnode {
@@ -59,6 +60,8 @@ struct dline {
 
 struct dcu {
 	Dwarf_Off die_off;
+	size_t visited;	    /* DIEs walked in the last parse */
+	Dwarf_Off last_off; /* offset of the last DIE walked */
 	uint16_t version;
 	bool parsed;
 	bool failed;
@@ -336,7 +339,7 @@ static bool units_fit(const uint8_t *p, size_t size, bool has_offsets)
 	return true;
 }
 
-bool op_dwarf_sane(int fd)
+bool op_dwarf_sane(int fd, size_t *debug_bytes)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf_Scn *scn = NULL;
@@ -360,6 +363,15 @@ bool op_dwarf_sane(int fd)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;
+		if (debug_bytes && !strncmp(name, ".debug_", 7)) {
+			/* libdwarf holds these sections uncompressed while the file is open */
+			GElf_Chdr ch;
+
+			if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+				*debug_bytes += ch.ch_size;
+			else
+				*debug_bytes += sh.sh_size;
+		}
 		if (!strcmp(name, ".debug_rnglists") || !strcmp(name, ".debug_loclists"))
 			offsets = true;
 		else if (!strcmp(name, ".debug_str_offsets") || !strcmp(name, ".debug_addr"))
@@ -428,9 +440,10 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 	Dwarf_Sig8 sig;
 	size_t cap_cus = 0;
 	struct idx_ctx ic;
+	size_t debug_bytes = 0;
 	int res;
 
-	if (!op_dwarf_sane(fd)) {
+	if (!op_dwarf_sane(fd, &debug_bytes)) {
 		op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
 			 f->path ? f->path : "?");
 		return NULL;
@@ -504,7 +517,8 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 	}
 	if (d->n_idx)
 		qsort(d->idx, d->n_idx, sizeof(*d->idx), idx_cmp);
-	d->base_bytes = sizeof(*d) + d->n_cus * sizeof(*d->cus) + d->n_idx * sizeof(*d->idx);
+	d->base_bytes =
+		sizeof(*d) + d->n_cus * sizeof(*d->cus) + d->n_idx * sizeof(*d->idx) + debug_bytes;
 	return d;
 }
 
@@ -723,7 +737,7 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
 		/* may hold inlined calls or function definitions */
-		walk(d, cu, die, parent, depth, cu_base);
+		walk(d, cu, die, parent, depth + 1, cu_base);
 		return;
 	default:
 		return;
@@ -736,7 +750,7 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 		/* declaration or abstract instance: nothing at an address, but a nested
 		 * definition (e.g. a local class's method) may still have code */
 		if (tag == DW_TAG_subprogram)
-			walk(d, cu, die, parent, depth, cu_base);
+			walk(d, cu, die, parent, depth + 1, cu_base);
 		return;
 	}
 	if (grow((void **)&cu->nodes, &cu->cap_nodes, cu->n_nodes, sizeof(*cu->nodes))) {
@@ -780,6 +794,7 @@ static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die parent_die, uint3
 {
 	Dwarf_Error err = NULL;
 	Dwarf_Die child, next;
+	Dwarf_Off off;
 
 	if (depth >= MAX_TREE_DEPTH)
 		return;
@@ -788,6 +803,15 @@ static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die parent_die, uint3
 		return;
 	}
 	for (;;) {
+		/* a tree walked in preorder meets its DIEs in section order: anything else is
+		 * corrupt and could loop or blow up */
+		if (dwarf_dieoffset(child, &off, &err) != DW_DLV_OK || off <= cu->last_off ||
+		    ++cu->visited > MAX_DIES_PER_CU) {
+			drop_err(d->dbg, &err);
+			dwarf_dealloc_die(child);
+			break;
+		}
+		cu->last_off = off;
 		visit(d, cu, child, parent, depth, cu_base);
 		if (dwarf_siblingof_b(d->dbg, child, 1, &next, &err) != DW_DLV_OK) {
 			drop_err(d->dbg, &err);
@@ -831,6 +855,8 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 		cu->failed = true;
 		return;
 	}
+	cu->visited = 0;
+	cu->last_off = cu->die_off;
 	parse_lines(d, cu, cu_die);
 	walk(d, cu, cu_die, NONE, 0, die_lowpc(d->dbg, cu_die));
 	dwarf_dealloc_die(cu_die);

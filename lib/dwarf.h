@@ -15,8 +15,11 @@ struct op_dwarf;
 /* Read the CU index of the ELF file open on @fd (dup()ed); strings go to @f. NULL: no DWARF. */
 struct op_dwarf *op_dwarf_open(int fd, struct op_file *f);
 void op_dwarf_free(struct op_dwarf *d);
-/* Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open). */
-bool op_dwarf_sane(int fd);
+/*
+ * Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open); adds the
+ * uncompressed size of the .debug_* sections to *@debug_bytes when non-NULL.
+ */
+bool op_dwarf_sane(int fd, size_t *debug_bytes);
 size_t op_dwarf_bytes(const struct op_dwarf *d);
 /* Bound on parsed CU data; over it, parsed CUs are dropped and re-parsed on demand. */
 void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);

@@ -22,7 +22,7 @@
 char *op_demangle(const char *raw);
 
 static char tmp[] = "/tmp/otelprof-dwarftest-XXXXXX";
-static char srcroot[PATH_MAX + 128]; /* the repository */
+static char srcroot[PATH_MAX]; /* the repository */
 
 static int run(const char *cmd, char *out, size_t len)
 {
@@ -532,9 +532,9 @@ int main(void)
 	/* the repository: from the source path compiled in, else the working directory */
 	snprintf(here, sizeof(here), "%s", __FILE__);
 	d = strstr(here, "tests/unit/test_dwarf.c");
-	if (d && d != here) {
-		*d = '\0';
-		snprintf(srcroot, sizeof(srcroot), "%s", here);
+	if (d && d != here && (size_t)(d - here) < sizeof(srcroot)) {
+		memcpy(srcroot, here, (size_t)(d - here));
+		srcroot[d - here] = '\0';
 	} else if (!getcwd(srcroot, sizeof(srcroot))) {
 		SKIP("cannot tell where the repository is");
 	}
