@@ -39,6 +39,9 @@ type profilesReceiver struct {
 	consumeErrors atomic.Uint64 // batches the next consumer refused (dropped)
 	collectErrors atomic.Uint64 // failed otelprof_collect calls (samples kept for the next)
 	decodeErrors  atomic.Uint64 // library payloads pdata could not decode (dropped)
+
+	// Library counters at the previous report (touched by the collect loop, then by shutdown).
+	lastLost, lastDropped uint64
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles, open openFunc) *profilesReceiver {
@@ -114,6 +117,7 @@ func (r *profilesReceiver) collectLoop(ctx context.Context) {
 // report collects, decodes and delivers one batch. Errors are logged and counted; the
 // collector keeps running.
 func (r *profilesReceiver) report(ctx context.Context) {
+	r.checkLoss()
 	buf, err := r.prof.CollectOTLP()
 	if err != nil {
 		r.collectErrors.Add(1)
@@ -140,6 +144,25 @@ func (r *profilesReceiver) report(ctx context.Context) {
 	}
 	r.reports.Add(1)
 	r.records.Add(uint64(n))
+}
+
+// checkLoss warns, once per report, when samples were lost since the previous one: the
+// kernel found the ring buffer full (a bigger ring_buffer_bytes helps) or the library dropped
+// them to stay within its memory bounds.
+func (r *profilesReceiver) checkLoss() {
+	st, err := r.prof.Stats()
+	if err != nil {
+		return
+	}
+	if d := st.Lost - r.lastLost; d > 0 {
+		r.set.Logger.Warn("samples lost: the kernel ring buffer was full; raise ring_buffer_bytes",
+			zap.Uint64("lost", d), zap.Uint64("lost_total", st.Lost))
+	}
+	if d := st.Dropped - r.lastDropped; d > 0 {
+		r.set.Logger.Warn("samples dropped by the library to bound its memory",
+			zap.Uint64("dropped", d), zap.Uint64("dropped_total", st.Dropped))
+	}
+	r.lastLost, r.lastDropped = st.Lost, st.Dropped
 }
 
 // decodeProfiles turns an ExportProfilesServiceRequest into pdata. pprofile.ProtoUnmarshaler

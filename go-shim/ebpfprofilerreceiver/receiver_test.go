@@ -25,6 +25,7 @@ type fakeProfiler struct {
 	collectErr error
 	startErr   error
 	closed     bool
+	stats      otelprof.Stats
 }
 
 func (f *fakeProfiler) record(c string) {
@@ -37,7 +38,9 @@ func (f *fakeProfiler) Start() error { f.record("start"); return f.startErr }
 func (f *fakeProfiler) Stop() error  { f.record("stop"); return nil }
 func (f *fakeProfiler) Close()       { f.record("close"); f.mu.Lock(); f.closed = true; f.mu.Unlock() }
 func (f *fakeProfiler) Stats() (otelprof.Stats, error) {
-	return otelprof.Stats{Samples: 7}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats, nil
 }
 
 func (f *fakeProfiler) CollectOTLP() ([]byte, error) {
@@ -249,4 +252,32 @@ func TestErrorMode(t *testing.T) {
 			t.Error("handle leaked after a failed start")
 		}
 	})
+}
+
+// Lost samples are what a user must act on (ring_buffer_bytes): each report warns about the
+// samples lost since the previous one, and says nothing when none were.
+func TestLostSamplesAreReported(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.ReporterInterval = time.Hour
+	fake := &fakeProfiler{}
+	r, _, logs := newTestReceiver(t, cfg, nil, fake, nil)
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	r.report(context.Background())
+	fake.mu.Lock()
+	fake.stats.Lost = 40
+	fake.mu.Unlock()
+	r.report(context.Background())
+	r.report(context.Background())
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	warned := logs.FilterMessageSnippet("raise ring_buffer_bytes").All()
+	if len(warned) != 1 {
+		t.Fatalf("%d lost-sample warnings, want 1: %v", len(warned), logs.All())
+	}
+	if got := warned[0].ContextMap()["lost"]; got != uint64(40) {
+		t.Errorf("warning says lost=%v, want 40", got)
+	}
 }
