@@ -248,3 +248,87 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + st
 }
+
+// TestReliabilityManyProcesses: thousands of mostly-sleeping processes on the host (10,000
+// with OTELPROF_LONG=1): start-up until sampling is attached, peak RSS, and the ticking ones
+// all seen. Figures: bench/results/reliability.md.
+func TestReliabilityManyProcesses(t *testing.T) {
+	requireRoot(t)
+	n := 3000
+	if longMode() {
+		n = 10000
+	}
+	sl := exec.Command(buildPath(t, "workloads/rel_sleepers"), strconv.Itoa(n), "120")
+	so, err := sl.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sl.Process.Signal(syscall.SIGTERM); _ = sl.Wait() })
+	line, _ := bufio.NewReader(so).ReadString('\n')
+	var ready int
+	fmt.Sscanf(line, "ready %d", &ready)
+	if ready < n*9/10 {
+		t.Fatalf("only %d of %d sleeping processes started: %q", ready, n, line)
+	}
+	out := filepath.Join(t.TempDir(), "many.pb.gz")
+	cmd := exec.Command(buildPath(t, "otelprof"), "record", "-v", "--frequency", "99", "--duration", "5",
+		"--output", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(stderr)
+	var startup time.Duration
+	var all []string
+	for {
+		l, err := br.ReadString('\n')
+		all = append(all, l)
+		if strings.Contains(l, "recording") && startup == 0 {
+			startup = time.Since(start)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("otelprof with %d processes: %v: %s", ready, err, strings.Join(all, ""))
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticking := map[int64]bool{}
+	for _, s := range p.Sample {
+		if exeName(s) == "rel_sleepers" && hasFunc(s, "rel_sleeper_tick") {
+			ticking[s.NumLabel["pid"][0]] = true
+		}
+	}
+	m := wroteRe.FindStringSubmatch(strings.Join(all, ""))
+	t.Logf("%d sleeping processes (%d ticking): start-up to attached %.2f s, whole run %.2f s, peak RSS %d MiB; %d ticking pids seen; %s",
+		ready, ready/256+1, startup.Seconds(), time.Since(start).Seconds(), rss/1024, len(ticking), m[0])
+	if startup == 0 || startup > 30*time.Second {
+		t.Errorf("start-up with %d processes took %v, want < 30 s", ready, startup)
+	}
+	if rss > 512*1024 {
+		t.Errorf("peak RSS %d MiB with %d processes, want <= 512 MiB", rss/1024, ready)
+	}
+	if len(ticking) < (ready/256+1)*3/4 {
+		t.Errorf("only %d of the %d ticking processes seen", len(ticking), ready/256+1)
+	}
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Reliability workload: N mostly-sleeping processes, for the profiler's load test. Forks N
- * children that block in pause() (every 64th wakes once a second for a moment of CPU), prints
+ * children that block in pause() (every 256th wakes once a second for 10 ms of CPU), prints
  * "ready N" when all exist, and ends them all on SIGTERM/SIGINT or after SECONDS.
  *
  * usage: rel_sleepers N SECONDS
@@ -24,12 +24,18 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* about 10 ms of CPU */
 __attribute__((noinline)) static void rel_sleeper_tick(void)
 {
+	struct timespec a, b;
 	uint64_t x = sink;
 
-	for (int i = 0; i < 200000; i++)
-		x = x * 6364136223846793005ull + 1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	do {
+		for (int i = 0; i < 10000; i++)
+			x = x * 6364136223846793005ull + 1;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 10000000L);
 	sink = x;
 }
 
@@ -50,7 +56,7 @@ int main(int argc, char **argv)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			signal(SIGTERM, SIG_DFL);
 			for (;;) {
-				if (i % 64 == 0) {
+				if (i % 256 == 0) {
 					rel_sleeper_tick();
 					sleep(1);
 				} else {
