@@ -298,6 +298,10 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 		md.file_offset = vma->offset;
 		md.filename = vma->path;
 		if (file) {
+			/* per file, not per address: one vma must stay one mapping */
+			md.has_functions = !(p->flags & OTELPROF_F_NO_SYMBOLIZE);
+			md.has_line_numbers = md.has_functions && op_file_has_lines(file);
+			md.has_inline_frames = md.has_functions && op_file_has_inline_frames(file);
 			md.build_id_gnu = op_file_build_id_gnu(file);
 			md.build_id_go = op_file_build_id_go(file);
 			md.build_id_htlhash = op_file_htlhash(file);
@@ -321,9 +325,6 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				lines[n].column = 0;
 				n++;
 			}
-			md.has_functions = 1;
-			md.has_line_numbers = sr.lines[0].line != 0;
-			md.has_inline_frames = sr.n > 1;
 		}
 	}
 	if (!n)
