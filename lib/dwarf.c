@@ -593,6 +593,35 @@ static int line_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/*
+ * Whether DWARF 5 file 0 of @cu is not the CU's primary source file (Go writes "?" there).
+ * libdwarf before 0.5 starts a DWARF 5 line program's file register at 0 instead of 1, so rows
+ * that never set the file report file 0; where file 0 is a placeholder they mean file 1.
+ */
+static bool file0_is_placeholder(struct op_dwarf *d, const struct dcu *cu, Dwarf_Die cu_die)
+{
+	Dwarf_Error err = NULL;
+	char *name = NULL;
+	bool res;
+
+	if (cu->n_files < 2 || !cu->files[0] || !cu->files[1])
+		return false;
+	if (dwarf_diename(cu_die, &name, &err) != DW_DLV_OK || !name) {
+		drop_err(d->dbg, &err);
+		return false;
+	}
+	res = strcmp(base_name(cu->files[0]), base_name(name)) != 0;
+	dwarf_dealloc(d->dbg, name, DW_DLA_STRING);
+	return res;
+}
+
 static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 {
 	Dwarf_Error err = NULL;
@@ -603,6 +632,7 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 	Dwarf_Signed nl = 0, i;
 	char **files = NULL;
 	Dwarf_Signed nf = 0;
+	bool file0_bogus;
 
 	if (dwarf_srcfiles(cu_die, &files, &nf, &err) == DW_DLV_OK) {
 		cu->files = calloc((size_t)nf + 1, sizeof(*cu->files));
@@ -626,6 +656,7 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 		dwarf_srclines_dealloc_b(lc);
 		return;
 	}
+	file0_bogus = lver >= 5 && file0_is_placeholder(d, cu, cu_die);
 	cu->lines = calloc((size_t)nl, sizeof(*cu->lines));
 	for (i = 0; cu->lines && i < nl; i++) {
 		Dwarf_Addr a;
@@ -646,6 +677,8 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 		if (dwarf_line_srcfileno(lines[i], &fno, &err) != DW_DLV_OK)
 			fno = (Dwarf_Unsigned)-1;
 		drop_err(d->dbg, &err);
+		if (fno == 0 && file0_bogus)
+			fno = 1;
 		l->addr = a;
 		/* file index: the line program's version decides 0- or 1-based */
 		l->file = es ? NULL
