@@ -470,7 +470,7 @@ static int refresh(struct op_unwinder *u, int pid)
 		if (!p)
 			return -ENOMEM;
 		p->pid = pid;
-		p->bpf = malloc(sizeof(*p->bpf));
+		p->bpf = calloc(1, sizeof(*p->bpf)); /* n = 0 until /proc/PID/maps is read */
 		p->files = malloc(OP_UNWIND_MAX_MAPPINGS * sizeof(*p->files));
 		if (!p->bpf || !p->files) {
 			free(p->bpf);
