@@ -17,7 +17,7 @@ COLLECTOR_MANIFEST := $(BUILD)/builder-config.yaml
 # the repository's build/; CGO_LDFLAGS comes first on the link line, so this -L makes every
 # BUILD=... tree link its own library. The libraries are the Makefile's LDLIBS (a go-shim test
 # checks that the #cgo line lists the same).
-SHIM_CGO_LDFLAGS := -L$(abspath $(BUILD)) -l:libotelprof.a $(LDLIBS)
+SHIM_CGO_LDFLAGS := -L$(abspath $(BUILD)) -l:libotelprof.a $(LDLIBS) $(SAN_FLAGS)
 
 GO_SHIM_SRCS := $(shell find go-shim -name '*.go' ! -name '*_test.go' 2>/dev/null) \
 	go-shim/go.mod go-shim/go.sum
