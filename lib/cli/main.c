@@ -203,9 +203,10 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'R':
 			if (parse_num(optarg, 1, 1L << 30, &v))
-				return usage_error("invalid ring buffer size '%s': expected bytes, a "
-						   "power of two of at least 65536",
-						   optarg);
+				return usage_error(
+					"invalid ring buffer size '%s': expected bytes, a "
+					"power of two of at least 65536",
+					optarg);
 			opts.ringbuf_bytes = (size_t)v;
 			break;
 		case 'P':
