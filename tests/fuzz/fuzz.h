@@ -18,13 +18,13 @@
 
 #include <zlib.h>
 
-#define FUZZ_ASSERT(expr)                                                                   \
-	do {                                                                                \
-		if (!(expr)) {                                                              \
-			fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n", __FILE__,     \
-				__LINE__, #expr);                                           \
-			abort();                                                            \
-		}                                                                           \
+#define FUZZ_ASSERT(expr)                                                                         \
+	do {                                                                                      \
+		if (!(expr)) {                                                                    \
+			fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n", __FILE__, __LINE__, \
+				#expr);                                                           \
+			abort();                                                                  \
+		}                                                                                 \
 	} while (0)
 
 /* Consume bytes from the input as a little reader that yields zeros when exhausted. */

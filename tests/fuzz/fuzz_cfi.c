@@ -20,8 +20,8 @@ static void check_table(const struct op_cfi_table *t, struct fuzz_in *in)
 		if (i)
 			FUZZ_ASSERT(t->rows[i - 1].pc < t->rows[i].pc);
 	}
-	FUZZ_ASSERT(op_cfi_table_bytes(t) == t->n_rows * sizeof(*t->rows) +
-						     t->n_rules * sizeof(*t->rules));
+	FUZZ_ASSERT(op_cfi_table_bytes(t) ==
+		    t->n_rows * sizeof(*t->rows) + t->n_rules * sizeof(*t->rules));
 	for (int i = 0; i < 8; i++) {
 		uint64_t a = i < 2 ? t->base + (i ? (t->end - t->base) / 2 : 0) : fuzz_take(in, 8);
 		const struct op_unwind_rule *r = op_cfi_lookup(t, a);
@@ -58,7 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (memfd < 0)
 		memfd = memfd_create("fuzz-cfi", MFD_CLOEXEC);
-	if (memfd >= 0 && ftruncate(memfd, 0) == 0 && pwrite(memfd, data, size, 0) == (ssize_t)size) {
+	if (memfd >= 0 && ftruncate(memfd, 0) == 0 &&
+	    pwrite(memfd, data, size, 0) == (ssize_t)size) {
 		err = op_cfi_file_id(memfd, id, sizeof(id));
 		if (err == 0)
 			FUZZ_ASSERT(strlen(id) < sizeof(id) && (id[0] == 'b' || id[0] == 'h'));

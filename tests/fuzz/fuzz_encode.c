@@ -15,8 +15,7 @@
 #include "profile.h"
 
 typedef Perftools__Profiles__Profile PProf;
-typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
-	OReq;
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest OReq;
 typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary ODict;
 
 #define NSTR 8
@@ -95,8 +94,9 @@ static void check_pprof(const uint8_t *buf, size_t len, uint64_t want)
 
 static void check_otlp(const uint8_t *buf, size_t len, uint64_t want)
 {
-	OReq *r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
-		NULL, len, buf);
+	OReq *r =
+		opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+			NULL, len, buf);
 	const ODict *d;
 	uint64_t n = 0;
 
@@ -153,8 +153,10 @@ static void check_otlp(const uint8_t *buf, size_t len, uint64_t want)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct op_profile_opts po = { .period_ns = 1000000, .start_ns = 1700000000000000000ull,
-				      .scope_name = "fuzz", .scope_version = "0" };
+	struct op_profile_opts po = { .period_ns = 1000000,
+				      .start_ns = 1700000000000000000ull,
+				      .scope_name = "fuzz",
+				      .scope_version = "0" };
 	static uint32_t maps[64], funcs[64], locs[256], stacks[64];
 	size_t n_maps = 0, n_funcs = 0, n_locs = 0, n_stacks = 0;
 	struct fuzz_in in = { data, size };
@@ -191,7 +193,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct op_function_desc f = { .name = take_str(&in, 0),
 						      .system_name = take_str(&in, 1),
 						      .filename = take_str(&in, 2),
-						      .start_line = (int64_t)fuzz_take(&in, 2) - 5 };
+						      .start_line =
+							      (int64_t)fuzz_take(&in, 2) - 5 };
 			uint32_t i = op_profile_function(p, &f);
 
 			if (i != OP_PROFILE_ERR && n_funcs < 64)

@@ -21,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (id) {
 		FUZZ_ASSERT(strlen(id) == 64);
 		for (int i = 0; i < 64; i++)
-			FUZZ_ASSERT((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'));
+			FUZZ_ASSERT((id[i] >= '0' && id[i] <= '9') ||
+				    (id[i] >= 'a' && id[i] <= 'f'));
 		free(id);
 	}
 

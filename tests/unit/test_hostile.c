@@ -220,7 +220,9 @@ static void section_headers(void)
 			s->sh_offset = variant == 2 ? base_len - 8 : 64;
 			s->sh_size = variant == 0 ? base_len - 64 : (uint64_t)1 << 62;
 		}
-		exercise(variant == 0 ? "overlap-all" : variant == 1 ? "size-2e62" : "at-eof",
+		exercise(variant == 0	? "overlap-all"
+			 : variant == 1 ? "size-2e62"
+					: "at-eof",
 			 img, base_len);
 		free(img);
 	}
@@ -237,15 +239,21 @@ static void section_headers(void)
 			if (variant == 0)
 				sym->sh_entsize = 0;
 			else if (variant == 1)
-				sym->sh_link = (uint32_t)(sym - (Elf64_Shdr *)(img + ((Elf64_Ehdr *)img)->e_shoff));
+				sym->sh_link =
+					(uint32_t)(sym -
+						   (Elf64_Shdr *)(img +
+								  ((Elf64_Ehdr *)img)->e_shoff));
 			else
-				for (uint64_t o = 0; o + sizeof(Elf64_Sym) <= sym->sh_size &&
-						     sym->sh_offset + o + sizeof(Elf64_Sym) <= base_len;
+				for (uint64_t o = 0;
+				     o + sizeof(Elf64_Sym) <= sym->sh_size &&
+				     sym->sh_offset + o + sizeof(Elf64_Sym) <= base_len;
 				     o += sizeof(Elf64_Sym))
-					((Elf64_Sym *)(img + sym->sh_offset + o))->st_name = 0xfffffff0;
+					((Elf64_Sym *)(img + sym->sh_offset + o))->st_name =
+						0xfffffff0;
 		}
-		exercise(variant == 0 ? "symtab-entsize0" : variant == 1 ? "symtab-self-link"
-									  : "symtab-names-out",
+		exercise(variant == 0	? "symtab-entsize0"
+			 : variant == 1 ? "symtab-self-link"
+					: "symtab-names-out",
 			 img, base_len);
 		free(img);
 	}
@@ -284,8 +292,9 @@ static void huge_and_cyclic_cfi(void)
 	end = p + s->sh_size;
 	/* CIE: length, id 0, version 1, "zR", code align 1, data align -8, ra 16, aug len 1,
 	 * FDE encoding pcrel|sdata4, then def_cfa rsp+8, offset ra at cfa-8 */
-	static const uint8_t cie[] = { 0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10,
-				       1, 0x1b, 0x0c, 0x07, 0x08, 0x90, 0x01, 0, 0 };
+	static const uint8_t cie[] = { 0x14, 0,	   0,	 0,    0,    0,	   0,	 0,
+				       1,    'z',  'R',	 0,    1,    0x78, 0x10, 1,
+				       0x1b, 0x0c, 0x07, 0x08, 0x90, 0x01, 0,	 0 };
 	memcpy(p, cie, sizeof(cie));
 	uint8_t *fde = p + sizeof(cie);
 	size_t fde_len = (size_t)(end - fde) - 8; /* leave a terminator */
@@ -293,9 +302,9 @@ static void huge_and_cyclic_cfi(void)
 	fde_len &= ~(size_t)3;
 	put32(fde, (uint32_t)(fde_len - 4));
 	put32(fde + 4, (uint32_t)(fde + 4 - p)); /* CIE pointer back to offset 0 */
-	put32(fde + 8, 0x1000);			  /* pc_begin (pcrel) */
-	put32(fde + 12, 0x7fffffff);		  /* pc_range: 2 GiB */
-	fde[16] = 0;				  /* augmentation length */
+	put32(fde + 8, 0x1000);			 /* pc_begin (pcrel) */
+	put32(fde + 12, 0x7fffffff);		 /* pc_range: 2 GiB */
+	fde[16] = 0;				 /* augmentation length */
 	for (uint8_t *q = fde + 17; q + 2 <= fde + fde_len; q += 2) {
 		q[0] = 0x02; /* advance_loc1 */
 		q[1] = 0xff;
@@ -325,8 +334,9 @@ static void huge_and_cyclic_cfi(void)
 			put32(q + 12, 0x100);
 			q += 24;
 		}
-		exercise(variant == 0 ? "cfi-self-cie" : variant == 1 ? "cfi-cie-cycle"
-								      : "cfi-cie-outside",
+		exercise(variant == 0	? "cfi-self-cie"
+			 : variant == 1 ? "cfi-cie-cycle"
+					: "cfi-cie-outside",
 			 img, base_len);
 	}
 	free(img);
@@ -335,8 +345,8 @@ static void huge_and_cyclic_cfi(void)
 /* DWARF whose offsets point outside its sections. */
 static void dwarf_outside(void)
 {
-	static const char *const secs[] = { ".debug_info", ".debug_line", ".debug_abbrev",
-					    ".debug_str", ".debug_rnglists", ".debug_aranges",
+	static const char *const secs[] = { ".debug_info",     ".debug_line",	  ".debug_abbrev",
+					    ".debug_str",      ".debug_rnglists", ".debug_aranges",
 					    ".debug_line_str", ".debug_loclists" };
 	uint8_t *img;
 	Elf64_Shdr *s;
@@ -383,15 +393,18 @@ static void dwarf_outside(void)
 /* Random corruption of the structures above: deterministic, a few hundred files. */
 static void random_flips(int n)
 {
-	static const char *const secs[] = { ".debug_info", ".debug_line", ".debug_abbrev",
-					    ".eh_frame", ".eh_frame_hdr", ".symtab", ".strtab",
-					    ".note.gnu.build-id", ".debug_rnglists" };
+	static const char *const secs[] = {
+		".debug_info", ".debug_line",	     ".debug_abbrev",
+		".eh_frame",   ".eh_frame_hdr",	     ".symtab",
+		".strtab",     ".note.gnu.build-id", ".debug_rnglists"
+	};
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	char name[64];
 
 	for (int k = 0; k < n; k++) {
 		uint8_t *img = copy();
-		Elf64_Shdr *s = find_section(img, base_len, secs[k % (sizeof(secs) / sizeof(secs[0]))]);
+		Elf64_Shdr *s =
+			find_section(img, base_len, secs[k % (sizeof(secs) / sizeof(secs[0]))]);
 		uint64_t lo = 0, span = 4096;
 
 		if (s && s->sh_offset + s->sh_size <= base_len && s->sh_size) {
