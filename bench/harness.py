@@ -906,7 +906,16 @@ def render(rep):
                 t = rows.get(theirs, {}).get(key)
                 if not isinstance(t, (int, float)):
                     continue
-                worse = o > t * 1.05 + 0.01 if better == "low" else o < t * 0.95 - 0.01
+                # a margin below which the difference is within this host's noise
+                if key.endswith("_pts"):
+                    margin = 0.5
+                elif key.startswith(("slowdown", "ratio_captured", "spawn_captured")):
+                    margin = 3.0
+                elif key.endswith("_pct") and not key.startswith("agent"):
+                    margin = 1.0
+                else:
+                    margin = abs(t) * 0.05 + 0.01
+                worse = o > t + margin if better == "low" else o < t - margin
                 if worse:
                     behind.append(f"- {title}: {rep['labels'][ours]} {fmt.format(o)} vs "
                                   f"{rep['labels'][theirs]} {fmt.format(t)}")
