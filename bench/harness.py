@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -36,7 +37,7 @@ NCPU = os.cpu_count() or 1
 # run plan: (repetitions, seconds per measured window)
 REPS = 1 if QUICK else 3
 T_BUSY = 3 if QUICK else 6
-T_IDLE = 4 if QUICK else 10
+T_IDLE = 3 if QUICK else 10
 T_EXTRA = 2 if QUICK else 4
 SLEEPERS = 300
 DEEP = 100
@@ -596,6 +597,7 @@ def measured_session(prof, hz, workdir, tag, stages, window, idle=None):
         out = os.path.join(workdir, f"{prof.name}-{tag}-{hz}.out")
         for f in glob.glob(out + "*"):
             os.unlink(f)
+        prof_t0 = time.time()
         prof.launch(hz, out)
         ready = prof.wait_ready()
         if prof.proc.poll() is not None:
@@ -649,8 +651,18 @@ def measured_session(prof, hz, workdir, tag, stages, window, idle=None):
         results[name] = (p.pid, finish(p))
     res["workloads"] = {k: v[1] for k, v in results.items()}
     if prof:
+        # every workload has been reaped: what the children counters gain now is the
+        # profiler's whole session (startup, window, final write), then perf's offline pass
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         prof.stop()
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         samples, summary = prof.read()
+        ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = lambda a, b: (b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime)
+        res["session_cpu_s"] = cpu(ru0, ru1)
+        res["session_wall_s"] = time.time() - prof_t0
+        if prof.name == "perf":
+            res["offline_cpu_s"] = cpu(ru1, ru2)
         res["decode"] = summary
         res["accuracy"] = {}
         for name, (wpid, kv) in results.items():
@@ -704,7 +716,7 @@ def main():
     ratio = lambda nofp="", thr=NCPU, secs=T_BUSY: [
         os.path.join(WL, "bench_ratio" + nofp), str(secs), str(thr)]
     runs = []
-    plan = len(profs) * REPS * 2 + REPS + len(profs) * 3
+    plan = len(profs) * REPS * 2 + REPS * (1 if QUICK else 2) + len(profs) * 3
     done = 0
 
     def step(prof, hz, tag, workloads, window, idle=None):
@@ -735,10 +747,13 @@ def main():
     for rep in range(REPS):
         # rotate the order so that no profiler always runs first or last
         order = profs[rep % len(profs):] + profs[:rep % len(profs)] if profs else []
+        # no-profiler baseline before and after the profilers of this repetition
         step(None, 0, "busy", [[("ratio", ratio())]], T_BUSY)
         for p in order:
             for hz in (20, 999):
                 step(p, hz, "busy", [[("ratio", ratio())]], T_BUSY)
+        if not QUICK:
+            step(None, 0, "busy", [[("ratio", ratio())]], T_BUSY)
     rep = 0
     for p in profs:
         step(p, 20, "idle", [], T_IDLE,
@@ -777,7 +792,11 @@ def summarize(runs, profs, skipped):
         w = r["workloads"].get("ratio", {})
         return w["rounds"] / w["cpu"] if w.get("cpu") else None
 
-    base = {r["rep"]: rate(r) for r in sel("none", "busy") if rate(r)}
+    base_runs = {}
+    for r in sel("none", "busy"):
+        if rate(r):
+            base_runs.setdefault(r["rep"], []).append(rate(r))
+    base = {k: statistics.mean(v) for k, v in base_runs.items()}
     rows = {}
     for p in profs:
         n = p.name
@@ -800,7 +819,11 @@ def summarize(runs, profs, skipped):
             sl = [100.0 * (1 - rate(r) / base[r["rep"]]) for r in rs
                   if r["rep"] in base and rate(r)]
             row[f"slowdown_{hz}hz_pct"] = median(sl)
+            row[f"slowdown_{hz}hz_runs"] = sl
         row["first_profile_s"] = median([r.get("first_profile_s") for r in first])
+        row["session_cpu_20hz_s"] = median([r.get("session_cpu_s") for r in b20])
+        row["offline_cpu_20hz_s"] = median([r.get("offline_cpu_s") for r in b20])
+        row["session_wall_s"] = median([r.get("session_wall_s") for r in b20])
         for hz, rs in ((20, b20), (999, b999)):
             acc = [r["accuracy"].get("ratio", {}) for r in rs]
             row[f"ratio_share_error_{hz}hz_pts"] = median([a.get("share_error_pts") for a in acc])
@@ -844,6 +867,10 @@ def summarize(runs, profs, skipped):
 ROWS = [
     ("agent_cpu_idle_pct", "Agent CPU, idle host, 20 Hz (% of one CPU)", "{:.2f}", "low"),
     ("agent_cpu_busy_pct", "Agent CPU, busy host, 20 Hz (% of one CPU)", "{:.2f}", "low"),
+    ("session_cpu_20hz_s", "Agent CPU, whole session from start to exit, busy, 20 Hz (s)",
+     "{:.2f}", "low"),
+    ("offline_cpu_20hz_s", "Offline processing after the session, 20 Hz (s of CPU)", "{:.2f}",
+     "low"),
     ("rss_steady_mib", "Resident memory, steady (MiB)", "{:.1f}", "low"),
     ("rss_peak_mib", "Resident memory, peak VmHWM (MiB)", "{:.1f}", "low"),
     ("bpf_memlock_mib", "Locked BPF map memory (MiB)", "{:.1f}", "low"),
@@ -895,8 +922,10 @@ def render(rep):
                 cells.append(f"n/a ({r['skipped']})")
                 continue
             v = r.get(key)
+            na = (key.startswith("bpf") and n == "perf") or \
+                (key.startswith("offline") and n != "perf")
             cells.append(fmt.format(v) if isinstance(v, (int, float)) else
-                         ("n/a" if key.startswith("bpf") and n == "perf" else "—"))
+                         ("n/a" if na else "—"))
         L.append(f"| {title} | " + " | ".join(cells) + " |")
         for ours in ("cli", "collector"):
             o = rows.get(ours, {}).get(key)
@@ -921,7 +950,12 @@ def render(rep):
                                   f"{rep['labels'][theirs]} {fmt.format(t)}")
     L.append("")
     L.append(f"No-profiler baseline: {rep['baseline_rounds_per_s'] or 0:.0f} bench_ratio rounds "
-             f"per CPU second ({NCPU} threads).\n")
+             f"per CPU second ({NCPU} threads). A dash means the profiler delivered no samples "
+             f"of that workload (see samples delivered); n/a means the figure does not apply.\n")
+    if rep["quick"]:
+        L.append(f"QUICK run: one repetition, {WARMUP:.0f} s warm-up. The upstream profiler does "
+                 f"not pick up processes that start in its first seconds at 999 Hz on a loaded "
+                 f"host, so its 999 Hz cells can be empty here; the full run waits 8 s.\n")
     if rep["ratios"]:
         L.append("Ours/theirs, pair by pair in the same repetition (median):\n")
         for k, v in sorted(rep["ratios"].items()):
@@ -968,13 +1002,18 @@ def render(rep):
   measured window, which starts {WARMUP:.0f} s after the profiler says it is ready (steady
   state: see time to first profile for startup); perf's offline
   `perf script` unwinding is not counted, and neither is the CLI's final profile encoding.
+- Whole session: the profiler's user+sys CPU from launch to exit (startup, warm-up, window,
+  final write) of a 20 Hz busy session lasting {WARMUP + T_BUSY:.0f} s plus startup. Offline
+  processing: `perf script` turning perf.data into stacks (DWARF unwinding happens there).
+  otelprof delivers symbolized stacks; the upstream profiler leaves native frames for a backend
+  to symbolize (not measured here).
 - Resident memory: VmRSS sampled every 0.25 s (median of the second half of the window) and
   VmHWM at the end. Locked BPF map memory: `bytes_memlock` of the maps the profiler's process
   holds (`bpftool map show`). BPF time per sample: `kernel.bpf_stats_enabled=1`, the change in
   run_time_ns summed over the profiler's programs divided by the change in run_cnt of its
   perf_event programs, at 999 Hz (tail-called programs are timed inside their caller).
-- Slowdown: bench_ratio rounds per CPU second of the workload against the no-profiler run of
-  the same repetition (work per CPU second, because the host is shared and wall-clock
+- Slowdown: bench_ratio rounds per CPU second of the workload against the mean of the
+  no-profiler runs before and after the profilers of the same repetition (work per CPU second, because the host is shared and wall-clock
   throughput swings with the neighbours' load; it includes the BPF and kernel work done in the
   workload's context, while the profiler's own CPU is the agent CPU row).
 - Time to first profile: launch → first profile on disk, with a 1 s duration (`perf record --
@@ -985,7 +1024,9 @@ def render(rep):
   process's samples, in percentage points (a function counts when it is anywhere in the stack).
 - Complete stacks: samples in a hot function whose stack holds every frame of the program's
   own chain in order: hot_* → run_ratio → main (or → ratio_thread for threads); deep_leaf →
-  {DEEP}× recurse → deep_start → main; child_work → main.
+  {DEEP}× recurse → deep_start → main; child_work → main. perf copies 8 KiB of user stack
+  per sample by default (`--call-graph dwarf` as users run it), less than the {DEEP}-deep
+  stack (~10 KiB), so its deep stacks are truncated.
 - Mixed run (one profiler session at 999 Hz, {T_EXTRA} s each, one after another):
   bench_ratio-nofp ({NCPU} threads, built with -fomit-frame-pointer), bench_ratio with {THREADS}
   threads, bench_deep, bench_spawn (fork+exec of children that burn 20 ms of CPU). Short-lived CPU captured = samples in child_work / (children's CPU
