@@ -1064,7 +1064,39 @@ def render(rep):
     return "\n".join(L) + "\n"
 
 
+def selftest():
+    """Checks of the analysis on made-up samples (no root needed): bench/harness.py --selftest"""
+    names = lambda *n: list(n)
+    s = [{"pid": 7, "count": 50, "names": names("hot_a", "run_ratio", "main")},
+         {"pid": 7, "count": 30, "names": names("k", "hot_b", "run_ratio", "main")},
+         {"pid": 7, "count": 20, "names": names("hot_c", "main")},
+         {"pid": 8, "count": 99, "names": names("hot_a", "run_ratio", "main")}]
+    truth = {"hot_a": 0.5, "hot_b": 0.3, "hot_c": 0.2}
+    a = ratio_accuracy(s, 7, truth, ["run_ratio", "main"], 100)
+    assert abs(a["share_error_pts"]) < 1e-9, a
+    assert abs(a["complete_pct"] - 80.0) < 1e-9, a  # hot_c skipped run_ratio
+    assert abs(a["captured_pct"] - 100.0) < 1e-9, a
+    truth = {"hot_a": 0.4, "hot_b": 0.3, "hot_c": 0.3}
+    assert abs(ratio_accuracy(s, 7, truth, [], 100)["share_error_pts"] - 10.0) < 1e-9
+    assert ratio_accuracy(s, 9, truth, [], 100)["samples"] == 0
+    assert ordered_contains(["a", "x", "b", "c"], ["a", "b", "c"])
+    assert not ordered_contains(["b", "a", "c"], ["a", "b", "c"])
+    deep = [{"pid": 1, "count": 3, "names": ["deep_leaf"] + ["recurse"] * DEEP +
+             ["deep_start", "main"]},
+            {"pid": 1, "count": 1, "names": ["deep_leaf"] + ["recurse"] * 10}]
+    assert deep_accuracy(deep, 1)["complete_pct"] == 75.0
+    sp = [{"pid": 2, "count": 4, "names": ["child_work", "main"]},
+          {"pid": 3, "count": 4, "names": ["child_work"]},
+          {"pid": 1, "count": 9, "names": ["child_work", "main"]}]
+    r = spawn_accuracy(sp, 1, 0.01, 1000)
+    assert r["captured_pct"] == 80.0 and r["complete_pct"] == 50.0, r
+    print("harness selftest: ok")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--selftest"]:
+        selftest()
+        sys.exit(0)
     if sys.argv[1:] == ["--render"]:
         # rewrite latest.md from latest.json (after a change to the page layout)
         with open(os.path.join(RESULTS, "latest.json")) as f:

@@ -34,4 +34,5 @@ old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -q -w kernel.bpf_stats_enabled=$old_stats' EXIT
 sysctl -q -w kernel.bpf_stats_enabled=1
 
+python3 bench/harness.py --selftest
 python3 bench/harness.py
