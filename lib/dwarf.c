@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +30,13 @@
 #define MAX_TREE_DEPTH	 64
 #define MAX_DIES_PER_CU	 (8u << 20)
 #define DEFAULT_BUDGET	 (64u << 20)
+/*
+ * Bound on the section bytes behind all open libdwarf instances together (the file being
+ * read may exceed it alone). Sections are mapped from the file, not copied, except
+ * compressed ones; libdwarf's own per-instance state (CU contexts, abbreviations, DIE
+ * offset trees) is roughly proportional and goes away with the instance.
+ */
+#define DEFAULT_HANDLE_BUDGET (24u << 20)
 
 struct dnode {
 	const char *name;	 /* display name */
@@ -84,7 +92,19 @@ struct cuidx {
 };
 
 struct op_dwarf {
+	/*
+	 * The libdwarf instance over the file's sections ("handle"): opened on demand to index
+	 * or parse a CU, closed by the least-recently-used policy when the open handles of all
+	 * files exceed the handle budget. Everything parsed out of it stays.
+	 */
 	Dwarf_Debug dbg;
+	Elf *elf;
+	Dwarf_Obj_Access_Interface oai;
+	size_t shnum, shstrndx;
+	bool is64, msb;
+	size_t handle_bytes;		/* section bytes loaded through the open handle */
+	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
+	bool open_failed;
 	int fd;
 	struct op_file *f; /* strings are interned here */
 	struct dcu *cus;
@@ -392,6 +412,250 @@ bool op_dwarf_sane(int fd, size_t *debug_bytes)
 	return ok;
 }
 
+/* ---------------------------------------------------------------- handles */
+
+/*
+ * libdwarf reads the file through our object interface: sections come straight out of
+ * libelf's read-only mapping of the file (page cache pages, shared and reclaimable) instead
+ * of being read into malloc()ed copies, and libdwarf does not load the ELF symbol table for
+ * itself. Compressed sections (SHF_COMPRESSED) are inflated here, so libdwarf sees plain
+ * DWARF; old-style .zdebug_* sections are left to libdwarf, which inflates them itself.
+ */
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct op_dwarf *handles_head, *handles_tail;
+static size_t handles_bytes;
+static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
+static size_t handles_open;
+
+static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *out, int *error)
+{
+	struct op_dwarf *d = obj;
+	Elf_Scn *scn = elf_getscn(d->elf, index);
+	GElf_Shdr sh;
+	GElf_Chdr ch;
+	const char *name;
+
+	(void)error;
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return DW_DLV_NO_ENTRY;
+	name = d->shstrndx != SHN_UNDEF ? elf_strptr(d->elf, d->shstrndx, sh.sh_name) : NULL;
+	memset(out, 0, sizeof(*out));
+	out->addr = sh.sh_addr;
+	out->type = sh.sh_type;
+	out->size = sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
+	out->name = name ? name : "";
+	out->link = sh.sh_link;
+	out->info = sh.sh_info;
+	out->entrysize = sh.sh_entsize;
+	if ((sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS) {
+		if (!gelf_getchdr(scn, &ch) || ch.ch_size > (1ull << 32))
+			out->size = 0; /* unreadable: an empty section */
+		else
+			out->size = ch.ch_size;
+	}
+	return DW_DLV_OK;
+}
+
+static Dwarf_Endianness oa_byte_order(void *obj)
+{
+	return ((struct op_dwarf *)obj)->msb ? DW_OBJECT_MSB : DW_OBJECT_LSB;
+}
+
+static Dwarf_Small oa_length_size(void *obj)
+{
+	return ((struct op_dwarf *)obj)->is64 ? 8 : 4;
+}
+
+static Dwarf_Small oa_pointer_size(void *obj)
+{
+	return ((struct op_dwarf *)obj)->is64 ? 8 : 4;
+}
+
+static Dwarf_Unsigned oa_section_count(void *obj)
+{
+	return ((struct op_dwarf *)obj)->shnum;
+}
+
+static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
+{
+	struct op_dwarf *d = obj;
+	Elf_Scn *scn = elf_getscn(d->elf, index);
+	GElf_Shdr sh;
+	Elf_Data *ed;
+
+	(void)error;
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return DW_DLV_NO_ENTRY;
+	if (sh.sh_flags & SHF_COMPRESSED) {
+		if (elf_compress(scn, 0, 0) < 0)
+			return DW_DLV_NO_ENTRY;
+		ed = elf_getdata(scn, NULL);
+	} else {
+		ed = elf_rawdata(scn, NULL);
+	}
+	if (!ed || !ed->d_buf)
+		return DW_DLV_NO_ENTRY;
+	*data = ed->d_buf;
+	pthread_mutex_lock(&handles_lock);
+	d->handle_bytes += ed->d_size;
+	if (d->hprev || d->hnext || handles_head == d) /* listed */
+		handles_bytes += ed->d_size;
+	pthread_mutex_unlock(&handles_lock);
+	return DW_DLV_OK;
+}
+
+static const Dwarf_Obj_Access_Methods oa_methods = {
+	.get_section_info = oa_section_info,
+	.get_byte_order = oa_byte_order,
+	.get_length_size = oa_length_size,
+	.get_pointer_size = oa_pointer_size,
+	.get_section_count = oa_section_count,
+	.load_section = oa_load_section,
+	.relocate_a_section = NULL, /* executables and shared objects need none */
+};
+
+static bool handle_listed(const struct op_dwarf *d)
+{
+	return d->hprev || d->hnext || handles_head == d;
+}
+
+/* handles_lock held */
+static void handle_unlink(struct op_dwarf *d)
+{
+	if (!handle_listed(d))
+		return;
+	if (d->hprev)
+		d->hprev->hnext = d->hnext;
+	else
+		handles_head = d->hnext;
+	if (d->hnext)
+		d->hnext->hprev = d->hprev;
+	else
+		handles_tail = d->hprev;
+	d->hprev = d->hnext = NULL;
+	handles_bytes -= d->handle_bytes;
+	handles_open--;
+}
+
+/* handles_lock held */
+static void handle_push(struct op_dwarf *d)
+{
+	d->hprev = NULL;
+	d->hnext = handles_head;
+	if (handles_head)
+		handles_head->hprev = d;
+	handles_head = d;
+	if (!handles_tail)
+		handles_tail = d;
+	handles_bytes += d->handle_bytes;
+	handles_open++;
+}
+
+/* Close the libdwarf instance and unmap the file (handles_lock held, d unlinked). */
+static void handle_finish(struct op_dwarf *d)
+{
+	Dwarf_Error err = NULL;
+
+	if (d->dbg)
+		dwarf_object_finish(d->dbg, &err);
+	d->dbg = NULL;
+	if (d->elf)
+		elf_end(d->elf);
+	d->elf = NULL;
+	d->handle_bytes = 0;
+}
+
+/*
+ * Close least recently used handles of other files while the open ones exceed the budget.
+ * A handle whose file is busy (its lock held by another thread) is skipped: never block
+ * on another file's lock while holding our own.
+ */
+static void handles_trim(struct op_dwarf *self)
+{
+	struct op_dwarf *v, *prev;
+
+	pthread_mutex_lock(&handles_lock);
+	for (v = handles_tail; v && handles_bytes > handles_budget; v = prev) {
+		prev = v->hprev;
+		if (v == self || !v->f || pthread_mutex_trylock(&v->f->lock))
+			continue;
+		handle_unlink(v);
+		handle_finish(v);
+		pthread_mutex_unlock(&v->f->lock);
+	}
+	pthread_mutex_unlock(&handles_lock);
+}
+
+/* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
+static bool handle_get(struct op_dwarf *d)
+{
+	Dwarf_Error err = NULL;
+	GElf_Ehdr eh;
+	int res;
+
+	if (d->dbg) {
+		pthread_mutex_lock(&handles_lock);
+		if (handles_head != d && handle_listed(d)) {
+			handle_unlink(d);
+			handle_push(d);
+		}
+		pthread_mutex_unlock(&handles_lock);
+		return true;
+	}
+	if (d->open_failed)
+		return false;
+	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
+	    elf_getshdrnum(d->elf, &d->shnum) != 0)
+		goto fail;
+	if (elf_getshdrstrndx(d->elf, &d->shstrndx) != 0)
+		d->shstrndx = SHN_UNDEF;
+	d->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	d->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	d->oai.object = d;
+	d->oai.methods = &oa_methods;
+	d->handle_bytes = 0;
+	res = dwarf_object_init_b(&d->oai, NULL, NULL, DW_GROUPNUMBER_ANY, &d->dbg, &err);
+	if (res != DW_DLV_OK) {
+		if (res == DW_DLV_ERROR) {
+			op_debug("cannot read DWARF of %s: %s", d->f->path ? d->f->path : "?",
+				 dwarf_errmsg(err));
+			dwarf_dealloc(NULL, err, DW_DLA_ERROR);
+		}
+		d->dbg = NULL;
+		goto fail;
+	}
+	pthread_mutex_lock(&handles_lock);
+	handle_push(d);
+	pthread_mutex_unlock(&handles_lock);
+	handles_trim(d);
+	return true;
+fail:
+	if (d->elf)
+		elf_end(d->elf);
+	d->elf = NULL;
+	d->open_failed = true;
+	return false;
+}
+
+void op_dwarf_set_handle_budget(size_t bytes)
+{
+	pthread_mutex_lock(&handles_lock);
+	handles_budget = bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
+void op_dwarf_handle_stats(size_t *open, size_t *bytes)
+{
+	pthread_mutex_lock(&handles_lock);
+	if (open)
+		*open = handles_open;
+	if (bytes)
+		*bytes = handles_bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
 /* ---------------------------------------------------------------- open: CU index */
 
 struct idx_ctx {
@@ -440,10 +704,9 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 	Dwarf_Sig8 sig;
 	size_t cap_cus = 0;
 	struct idx_ctx ic;
-	size_t debug_bytes = 0;
 	int res;
 
-	if (!op_dwarf_sane(fd, &debug_bytes)) {
+	if (!op_dwarf_sane(fd, NULL)) {
 		op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
 			 f->path ? f->path : "?");
 		return NULL;
@@ -458,13 +721,7 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 		free(d);
 		return NULL;
 	}
-	res = dwarf_init_b(d->fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &d->dbg, &err);
-	if (res != DW_DLV_OK) {
-		if (res == DW_DLV_ERROR) {
-			op_debug("cannot read DWARF of %s: %s", f->path ? f->path : "?",
-				 dwarf_errmsg(err));
-			dwarf_dealloc(NULL, err, DW_DLA_ERROR);
-		}
+	if (!handle_get(d)) {
 		close(d->fd);
 		free(d);
 		return NULL;
@@ -517,8 +774,8 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 	}
 	if (d->n_idx)
 		qsort(d->idx, d->n_idx, sizeof(*d->idx), idx_cmp);
-	d->base_bytes =
-		sizeof(*d) + d->n_cus * sizeof(*d->cus) + d->n_idx * sizeof(*d->idx) + debug_bytes;
+	/* the handle's sections are bounded globally, not counted per file */
+	d->base_bytes = sizeof(*d) + d->n_cus * sizeof(*d->cus) + d->n_idx * sizeof(*d->idx);
 	return d;
 }
 
@@ -550,11 +807,10 @@ void op_dwarf_free(struct op_dwarf *d)
 		cu_clear(&d->cus[i]);
 	free(d->cus);
 	free(d->idx);
-	if (d->dbg) {
-		Dwarf_Error err = NULL;
-
-		dwarf_finish(d->dbg, &err);
-	}
+	pthread_mutex_lock(&handles_lock);
+	handle_unlink(d);
+	handle_finish(d);
+	pthread_mutex_unlock(&handles_lock);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);
@@ -883,6 +1139,8 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 		return;
 	if (d->parsed_bytes > d->budget)
 		drop_all_parsed(d);
+	if (!handle_get(d))
+		return;
 	if (dwarf_offdie_b(d->dbg, cu->die_off, 1, &cu_die, &err) != DW_DLV_OK) {
 		drop_err(d->dbg, &err);
 		cu->failed = true;

@@ -25,6 +25,14 @@ size_t op_dwarf_bytes(const struct op_dwarf *d);
 void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
 
 /*
+ * Bound on the section bytes of all open libdwarf instances together (default 24 MiB); over
+ * it, the least recently used are closed and re-opened on demand.
+ */
+void op_dwarf_set_handle_budget(size_t bytes);
+/* Open libdwarf instances and the section bytes they hold, now. */
+void op_dwarf_handle_stats(size_t *open, size_t *bytes);
+
+/*
  * Frames for @addr, innermost first. Returns 0 with out->n >= 1; 1 with out->n == 1 when only
  * file and line are known (no function entry: the caller names it); -ENOENT otherwise.
  */
