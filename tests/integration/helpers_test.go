@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +86,37 @@ func startWorkload(t *testing.T, name string, args ...string) *exec.Cmd {
 		_ = cmd.Wait()
 	})
 	return cmd
+}
+
+// startRecording starts `otelprof record --verbose ARGS...` and returns once sampling is
+// attached (the "recording" line on stderr). The rest of stderr arrives on the channel when
+// the recorder ends; the recorder is killed at the end of the test if still running.
+func startRecording(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(buildPath(t, "otelprof"), append([]string{"record", "--verbose"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	br := bufio.NewReader(stderr)
+	var lines []string
+	for {
+		l, err := br.ReadString('\n')
+		lines = append(lines, l)
+		if strings.Contains(l, "recording") {
+			break
+		}
+		if err != nil {
+			t.Fatalf("otelprof ended before recording: %s", strings.Join(lines, ""))
+		}
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
+	return cmd, rest
 }
 
 // record runs `otelprof record` with args and returns the parsed pprof output.

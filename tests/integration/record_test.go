@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,23 +146,8 @@ func TestRecordTargetExits(t *testing.T) {
 	w := startWorkload(t, "ratio", "3")
 	out := filepath.Join(t.TempDir(), "exit.pb.gz")
 	const hz = 199
-	cmd := exec.Command(buildPath(t, "otelprof"), "record", "--verbose", "--pid", strconv.Itoa(w.Process.Pid),
-		"--frequency", strconv.Itoa(hz), "--duration", "30", "--output", out)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && !strings.Contains(sc.Text(), "recording") {
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	cmd, _ := startRecording(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", strconv.Itoa(hz),
+		"--duration", "30", "--output", out)
 	c0 := cpuTicks(t, w.Process.Pid)
 	// Read the target's CPU time just before it exits: ratio ends on its own after 3 s.
 	var c1 int64
