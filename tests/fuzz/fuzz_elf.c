@@ -2,9 +2,10 @@
 /*
  * Fuzz the ELF reader and symbolizer as a profiled process's binary reaches them: the input
  * is written to a file, opened through the file cache (ELF headers, notes, build ids,
- * htlhash, symbol tables, lazily DWARF and separate debug files), and a few addresses are
- * translated and symbolized. Invariants: no crash, no sanitizer report, returned strings
- * are terminated, a symbolized address yields 1..OP_MAX_INLINE lines.
+ * htlhash, symbol tables, lazily DWARF lines and inline chains (lib/dwarf.c) and separate
+ * debug files), and a few addresses are translated and symbolized. Invariants: no crash, no
+ * sanitizer report, returned strings are terminated, a symbolized address yields
+ * 1..OP_MAX_INLINE lines.
  */
 #include "fuzz.h"
 #include "symbolize.h"
@@ -29,7 +30,10 @@ static void symbolize(struct op_file *f, uint64_t vaddr)
 	}
 	FUZZ_ASSERT(r.n >= 1 && r.n <= OP_MAX_INLINE);
 	for (size_t i = 0; i < r.n; i++) {
-		FUZZ_ASSERT(r.lines[i].name || r.lines[i].system_name);
+		/*
+		 * No check that a frame names something: corrupt DWARF can give an inlined
+		 * frame with neither a name nor a call site, which the profile shows empty.
+		 */
 		check_str(r.lines[i].name);
 		check_str(r.lines[i].system_name);
 		check_str(r.lines[i].file);
