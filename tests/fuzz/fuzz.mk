@@ -51,7 +51,8 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB_A)
 # Seeds: workloads (with and without frame pointers, stripped and not), libc, the vDSO,
 # maps lines of live processes, encoder programs.
 FUZZ_SEEDS_STAMP := $(FUZZ_DIR)/seeds/.stamp
-$(FUZZ_SEEDS_STAMP): tests/fuzz/seeds.sh $(WORKLOADS) $(WORKLOADS_NOFP)
+$(FUZZ_SEEDS_STAMP): tests/fuzz/seeds.sh $(wildcard tests/fuzz/regressions/*/*) $(WORKLOADS) \
+		$(WORKLOADS_NOFP)
 	$(call msg,SEEDS,$(FUZZ_DIR)/seeds)
 	$(Q)BUILD=$(abspath $(BUILD)) tests/fuzz/seeds.sh $(abspath $(FUZZ_DIR)/seeds)
 	$(Q)touch $@

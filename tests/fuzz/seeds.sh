@@ -4,6 +4,7 @@
 #              stripped), a small shared object and the vDSO, libc cut to its first 256 KiB
 #   maps       lines of /proc/PID/maps and /proc/PID/cgroup of live processes
 #   encode     a few builder programs (any bytes are a valid program)
+#   and every input that once crashed a target (tests/fuzz/regressions/)
 # Usage: BUILD=/abs/build tests/fuzz/seeds.sh DIR
 set -euo pipefail
 dir=$1
@@ -56,6 +57,14 @@ printf '%s\n' \
 	>"$dir/maps/handmade"
 printf '0::/system.slice/docker-%s.scope\n' \
 	0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef >"$dir/maps/cgroup.docker"
+
+# inputs that once crashed a target (tests/fuzz/regressions/TARGET/NAME): run on every start
+here=$(cd "$(dirname "$0")" && pwd)
+for t in "$here"/regressions/*/; do
+	t=${t%/}
+	mkdir -p "$dir/${t##*/}"
+	cp "$t"/* "$dir/${t##*/}/" 2>/dev/null || true
+done
 
 for s in 1 2 3 4; do
 	head -c $((s * 300)) /dev/urandom >"$dir/encode/random.$s"
