@@ -12,6 +12,8 @@
 ifeq ($(SANITIZE),1)
 BUILD ?= build/sanitize
 endif
+.DEFAULT_GOAL := all
+
 BUILD ?= build
 V ?= 0
 ifeq ($(V),1)
