@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"debug/elf"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,31 +180,9 @@ func TestReliabilitySIGTERMFlush(t *testing.T) {
 	w := startWorkload(t, "ratio", "30")
 	out := filepath.Join(t.TempDir(), "term.pb.gz")
 	const hz = 199
-	cmd := exec.Command(buildPath(t, "otelprof"), "record", "-v", "--pid", strconv.Itoa(w.Process.Pid),
-		"--frequency", strconv.Itoa(hz), "--duration", "0", "--output", out)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
 	// wait until sampling is attached ("recording ..."), then measure the target's CPU time
-	br := bufio.NewReader(stderr)
-	var lines []string
-	for {
-		l, err := br.ReadString('\n')
-		lines = append(lines, l)
-		if strings.Contains(l, "recording") {
-			break
-		}
-		if err != nil {
-			t.Fatalf("otelprof ended before recording: %v", lines)
-		}
-	}
-	rest := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
+	cmd, rest := startRecording(t, "--pid", strconv.Itoa(w.Process.Pid),
+		"--frequency", strconv.Itoa(hz), "--duration", "0", "--output", out)
 	c0 := cpuTicks(t, w.Process.Pid)
 	time.Sleep(3 * time.Second)
 	c1 := cpuTicks(t, w.Process.Pid)
