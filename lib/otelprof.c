@@ -28,6 +28,21 @@
 #define MAX_PENDING_SAMPLES (4u << 20)
 /* How long an exited process stays resolvable for samples still in flight. */
 #define EXITED_GRACE_NS (10ull * 1000000000ull)
+/* Trace records read from the ring buffer but not symbolized yet; beyond this, symbolize now. */
+#define MAX_QUEUED_BYTES (32u << 20)
+/* Symbolization time between two looks at the ring buffer (exec events must not wait). */
+#define SYMBOLIZE_SLICE_NS 2000000ull
+
+/*
+ * Trace records waiting for symbolization: [size_t size][record], each padded to 8 bytes.
+ * The reader hands exec, exit and unwinder work first and symbolizes afterwards, so that a
+ * backlog of samples (a CPU-starved reader on a busy host) does not delay reading a new
+ * process's mappings until after it has exited.
+ */
+struct trace_queue {
+	uint8_t *buf;
+	size_t head, tail, cap;
+};
 
 struct otelprof {
 	struct otelprof_opts opts;
@@ -42,6 +57,7 @@ struct otelprof {
 
 	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
 	struct op_profile *profile;
+	struct trace_queue queue;
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
@@ -397,6 +413,81 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		p->stats.samples++;
 }
 
+#define QUEUE_ALIGN(n) (((n) + 7) & ~(size_t)7)
+
+/* Copy a trace record to the queue. -ENOSPC when full (the caller symbolizes it now). */
+static int queue_push(struct trace_queue *q, const void *data, size_t size)
+{
+	size_t need = sizeof(size_t) + QUEUE_ALIGN(size);
+
+	if (q->tail + need > q->cap && q->head) {
+		memmove(q->buf, q->buf + q->head, q->tail - q->head);
+		q->tail -= q->head;
+		q->head = 0;
+	}
+	if (q->tail + need > q->cap) {
+		size_t cap = q->cap ? q->cap : 64 << 10;
+		uint8_t *nb;
+
+		while (cap < q->tail + need)
+			cap *= 2;
+		if (cap > MAX_QUEUED_BYTES)
+			return -ENOSPC;
+		nb = realloc(q->buf, cap);
+		if (!nb)
+			return -ENOSPC;
+		q->buf = nb;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->tail, &size, sizeof(size));
+	memcpy(q->buf + q->tail + sizeof(size_t), data, size);
+	q->tail += need;
+	return 0;
+}
+
+/* Symbolize queued records until @deadline_ns (CLOCK_MONOTONIC; 0: all). Under p->lock. */
+static void queue_run(struct otelprof *p, uint64_t deadline_ns)
+{
+	struct trace_queue *q = &p->queue;
+	unsigned int n = 0;
+
+	while (q->head < q->tail) {
+		size_t size;
+
+		memcpy(&size, q->buf + q->head, sizeof(size));
+		handle_trace(p, (const struct op_trace *)(q->buf + q->head + sizeof(size_t)), size);
+		q->head += sizeof(size_t) + QUEUE_ALIGN(size);
+		if (deadline_ns && !(++n & 15) && clock_ns(CLOCK_MONOTONIC) > deadline_ns)
+			break;
+	}
+	if (q->head == q->tail) {
+		q->head = q->tail = 0;
+		if (q->cap > (1u << 20)) {
+			/* a backlog is over: give its memory back */
+			free(q->buf);
+			q->buf = NULL;
+			q->cap = 0;
+		}
+	}
+}
+
+/*
+ * A new program: its mappings and their files now, while it is alive, so that its samples
+ * still queued resolve after a quick exit (/proc/PID/map_files goes with the process).
+ */
+static void on_exec(struct otelprof *p, int pid)
+{
+	struct op_proc *proc;
+
+	op_proctab_refresh(p->procs, pid, true);
+	op_unwinder_on_exec(p->unwinder, pid);
+	if (p->flags & OTELPROF_F_NO_SYMBOLIZE)
+		return;
+	proc = op_proctab_get(p->procs, pid);
+	for (size_t i = 0; proc && i < proc->n_vmas; i++)
+		op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
+}
+
 static void on_event(void *ctx, const void *data, size_t size)
 {
 	const struct op_event_hdr *h = data;
@@ -407,11 +498,11 @@ static void on_event(void *ctx, const void *data, size_t size)
 	case OP_EV_TRACE:
 		if (size >= OP_TRACE_HDR_SIZE)
 			op_unwinder_on_trace(p->unwinder, data);
-		handle_trace(p, data, size);
+		if (queue_push(&p->queue, data, size))
+			handle_trace(p, data, size);
 		break;
 	case OP_EV_EXEC:
-		op_proctab_refresh(p->procs, h->pid, true);
-		op_unwinder_on_exec(p->unwinder, h->pid);
+		on_exec(p, h->pid);
 		break;
 	case OP_EV_EXIT:
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
@@ -431,11 +522,19 @@ static void *reader_main(void *arg)
 
 	while (!atomic_load(&p->stopping)) {
 		uint64_t now;
+		bool queued;
 
-		if (op_sampler_poll(p->sampler, 100) < 0 && errno != EINTR)
+		pthread_mutex_lock(&p->lock);
+		queued = p->queue.head < p->queue.tail;
+		pthread_mutex_unlock(&p->lock);
+		if (op_sampler_poll(p->sampler, queued ? 0 : 100) < 0 && errno != EINTR)
 			usleep(10000);
 		now = clock_ns(CLOCK_MONOTONIC);
-		if (now - last_gc > 1000000000ull) {
+		pthread_mutex_lock(&p->lock);
+		queue_run(p, now + SYMBOLIZE_SLICE_NS);
+		queued = p->queue.head < p->queue.tail;
+		pthread_mutex_unlock(&p->lock);
+		if (!queued && now - last_gc > 1000000000ull) {
 			pthread_mutex_lock(&p->lock);
 			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
 			pthread_mutex_unlock(&p->lock);
@@ -564,6 +663,9 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		atomic_store(&p->stopping, true);
 		pthread_join(p->reader, NULL);
 		op_sampler_drain(p->sampler);
+		pthread_mutex_lock(&p->lock);
+		queue_run(p, 0);
+		pthread_mutex_unlock(&p->lock);
 		p->started = false;
 	}
 	pthread_mutex_unlock(&p->state_lock);
@@ -589,6 +691,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	pthread_mutex_unlock(&p->state_lock);
 
 	pthread_mutex_lock(&p->lock);
+	queue_run(p, 0);
 	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
 	if (format == OTELPROF_FORMAT_PPROF)
 		err = op_encode_pprof(p->profile, &out, &len);
@@ -655,6 +758,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_unwinder_free(p->unwinder);
 	op_sampler_close(p->sampler);
 	op_profile_free(p->profile);
+	free(p->queue.buf);
 	op_proctab_free(p->procs);
 	op_filecache_free(p->files);
 	op_ksyms_free(p->ksyms);

@@ -34,6 +34,9 @@
 #define MAX_LOADS      8    /* PT_LOAD segments remembered per binary */
 #define PROC_BUCKETS   1024
 #define REFRESH_MIN_NS 50000000ull /* at most one unknown-PC refresh per pid per 50 ms */
+/* a table that did not fit is compiled again after this, doubling up to the maximum */
+#define RETRY_MIN_NS 1000000000ull
+#define RETRY_MAX_NS 60000000000ull
 
 struct load_seg {
 	uint64_t vaddr, offset, filesz;
@@ -51,6 +54,8 @@ struct file_ent {
 	int n_load;
 	uint32_t refs; /* processes whose mappings use the slot */
 	uint64_t last_used_ns;
+	uint32_t need_rows;	     /* rows of a table that did not fit, 0 if none */
+	uint64_t retry_ns, backoff_ns; /* when (and after how long) to compile it again */
 };
 
 struct proc_ent {
@@ -212,6 +217,19 @@ static bool evict_one(struct op_unwinder *u)
 	return true;
 }
 
+/* Rows a new table could get: free ones plus those of tables no process references. */
+static uint64_t rows_obtainable(const struct op_unwinder *u)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < u->n_free; i++)
+		n += u->free_ext[i].len;
+	for (int i = 0; i < u->n_files; i++)
+		if (u->files[i].slot >= 0 && !u->files[i].refs)
+			n += u->files[i].n_rows;
+	return n;
+}
+
 static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op_cfi_table *t)
 {
 	struct op_unwind_table te;
@@ -220,6 +238,9 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 
 	if (t->n_rows > u->max_rows)
 		return -E2BIG;
+	/* evict only when that makes room: never empty the map for a table that cannot fit */
+	if (t->n_rows > rows_obtainable(u))
+		return -ENOSPC;
 	for (;;) {
 		for (slot = 0; slot < u->max_tables && u->slot_used[slot]; slot++)
 			;
@@ -306,8 +327,24 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 		return;
 	}
 	err = load_table(u, f, t);
-	if (err)
-		op_debug("unwind: cannot load the table of %s: %s", f->id, strerror(-err));
+	if (err == -E2BIG) {
+		op_warn("unwind: the table of %s has %zu rows, more than the %u the map holds; "
+			"its code is walked by frame pointers", f->id, t->n_rows, u->max_rows);
+		f->fp = true;
+	} else if (err) {
+		/* back off: without this every refresh of every process mapping it recompiles */
+		f->need_rows = (uint32_t)t->n_rows;
+		f->backoff_ns = f->backoff_ns ? f->backoff_ns * 2 : RETRY_MIN_NS;
+		if (f->backoff_ns > RETRY_MAX_NS)
+			f->backoff_ns = RETRY_MAX_NS;
+		f->retry_ns = now_ns() + f->backoff_ns;
+		op_debug("unwind: cannot load the table of %s (%zu rows): %s; retrying in %llu s",
+			 f->id, t->n_rows, strerror(-err),
+			 (unsigned long long)(f->backoff_ns / 1000000000ull));
+	} else {
+		f->need_rows = 0;
+		f->backoff_ns = 0;
+	}
 	op_cfi_table_free(t);
 }
 
@@ -524,8 +561,10 @@ static int refresh(struct op_unwinder *u, int pid)
 						break;
 					}
 			}
-			if (f->slot < 0 && !f->fp && f->id[0] && fi != u->vdso_file) {
-				/* evicted earlier: compile again */
+			if (f->slot < 0 && !f->fp && f->id[0] && fi != u->vdso_file &&
+			    (!f->need_rows || (p->refreshed_ns >= f->retry_ns &&
+					       f->need_rows <= rows_obtainable(u)))) {
+				/* evicted earlier, or did not fit: compile again */
 				int fd;
 
 				snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
