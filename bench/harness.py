@@ -262,7 +262,20 @@ def read_perf(path):
             cur["frames"].append({"fn": sym, "file": m.group(3), "addr": int(m.group(1), 16)})
     for s in samples:
         s["names"] = [frame_name(f) for f in s["frames"]]
-    return samples, {"samples": len(samples)}
+    summary = {"samples": len(samples), "lost_samples": 0, "lost_sideband": 0}
+    # what perf itself dropped when its ring buffers overflowed: samples of cpu-clock, and the
+    # mmap/comm records of the dummy event (without them a process stays unsymbolized)
+    r = subprocess.run(["perf", "report", "-i", path, "--stats"], capture_output=True, text=True)
+    section = ""
+    for line in r.stdout.splitlines():
+        if line.rstrip().endswith("stats:"):
+            section = line.strip()
+        m = re.match(r"\s*LOST_SAMPLES events:\s+(\d+)", line)
+        if m and section.startswith("cpu-clock"):
+            summary["lost_samples"] += int(m.group(1))
+        elif m and section.startswith("dummy"):
+            summary["lost_sideband"] += int(m.group(1))
+    return samples, summary
 
 
 # --------------------------------------------------------------------------- accuracy
@@ -1055,6 +1068,19 @@ def render(rep):
   turned into a no-op: this sandbox has an 8 MiB hard limit and no CAP_SYS_RESOURCE; BPF
   memory is memcg-charged since Linux 5.11) and needs tracefs, which bench/run.sh mounts.
 """)
+    lost = [r for r in rep["runs"] if r.get("profiler") == "perf"
+            and (r.get("decode", {}).get("lost_samples") or r.get("decode", {}).get("lost_sideband"))]
+    if lost:
+        L.append("## perf's own losses on this run\n")
+        L.append("perf's ring buffers overflow on this loaded host: it drops samples and the "
+                 "mmap/comm records that symbolization needs (a process whose records were lost "
+                 "shows up unsymbolized, hence an empty cell or a share error near 50 points):\n")
+        for r in lost:
+            d = r["decode"]
+            L.append(f"- {r['tag']} {r['hz']} Hz, repetition {r['rep'] + 1}: "
+                     f"{d.get('lost_samples', 0)} samples and {d.get('lost_sideband', 0)} "
+                     f"mmap/comm records lost (of {d.get('samples', 0)} samples written)")
+        L.append("")
     errs = [(n, e) for n in names for e in rows.get(n, {}).get("errors", [])]
     if errs:
         L.append("## Errors on this run\n")
