@@ -810,6 +810,10 @@ def summarize(runs, profs, skipped):
         if rate(r):
             base_runs.setdefault(r["rep"], []).append(rate(r))
     base = {k: statistics.mean(v) for k, v in base_runs.items()}
+    # how far two no-profiler runs of one repetition lie apart: the noise floor of the
+    # slowdown rows on this host
+    noise = median([100.0 * abs(v[0] - v[-1]) / statistics.mean(v)
+                    for v in base_runs.values() if len(v) > 1])
     rows = {}
     for p in profs:
         n = p.name
@@ -872,6 +876,7 @@ def summarize(runs, profs, skipped):
     return {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": QUICK, "reps": REPS,
             "windows_s": {"busy": T_BUSY, "idle": T_IDLE, "mixed": T_EXTRA},
             "machine": machine(), "baseline_rounds_per_s": median(list(base.values())),
+            "baseline_noise_pct": noise,
             "versions": {p.name: (p.version() if p.name not in skipped else skipped[p.name])
                          for p in profs},
             "labels": {p.name: p.label for p in profs},
@@ -970,7 +975,11 @@ def render(rep):
                                   f"{rep['labels'][theirs]} {fmt.format(t)}")
     L.append("")
     L.append(f"No-profiler baseline: {rep['baseline_rounds_per_s'] or 0:.0f} bench_ratio rounds "
-             f"per CPU second ({NCPU} threads). A dash means the profiler delivered no samples "
+             f"per CPU second ({NCPU} threads)"
+             + (f"; the two no-profiler runs of a repetition differ by "
+                f"{rep['baseline_noise_pct']:.1f}% (median), the noise floor of the slowdown "
+                f"rows" if rep.get("baseline_noise_pct") is not None else "")
+             + f". A dash means the profiler delivered no samples "
              f"of that workload (see samples delivered); n/a means the figure does not apply.\n")
     if rep["quick"]:
         L.append(f"QUICK run: one repetition, {WARMUP:.0f} s warm-up. The upstream profiler does "
