@@ -202,7 +202,7 @@ func TestSymbolsInline(t *testing.T) {
 	w := startWorkload(t, "sym_inline", "15")
 	time.Sleep(200 * time.Millisecond)
 	p, _ := symRecord(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499",
-		"--duration", "2")
+		"--duration", "3")
 	checkInlineProfile(t, p, w.Process.Pid, "/workloads/sym_inline")
 }
 
@@ -268,7 +268,7 @@ func TestSymbolsStrippedDebugFile(t *testing.T) {
 	}
 
 	t.Setenv("OTELPROF_DEBUG_ROOT", root)
-	p, _ = symRecord(t, "--pid", pid, "--frequency", "499", "--duration", "2")
+	p, _ = symRecord(t, "--pid", pid, "--frequency", "499", "--duration", "3")
 	checkInlineProfile(t, p, w.Process.Pid, "/sym_inline-stripped")
 }
 
@@ -279,7 +279,7 @@ func TestSymbolsPprofLines(t *testing.T) {
 	w := startWorkload(t, "sym_inline", "15")
 	time.Sleep(200 * time.Millisecond)
 	_, out := symRecord(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499",
-		"--duration", "2")
+		"--duration", "3")
 	r := run(t, 2*time.Minute, "go", "tool", "pprof", "-lines", "-top", "-nodecount=50", out)
 	if r.code != 0 {
 		t.Fatalf("go tool pprof -lines -top: exit %d: %s", r.code, r.stderr)
@@ -311,7 +311,7 @@ func TestSymbolsCpp(t *testing.T) {
 	w := startBinary(t, bin, "2000000000")
 	time.Sleep(200 * time.Millisecond)
 	p, _ := symRecord(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499",
-		"--duration", "2")
+		"--duration", "3")
 
 	ss := samplesOf(p, w.Process.Pid)
 	n := total(ss)
@@ -437,7 +437,7 @@ func TestSymbolsGo(t *testing.T) {
 	b := startBinary(t, stripped, "1000000000000")
 	time.Sleep(300 * time.Millisecond)
 	p, _ := symRecord(t, "--pid", strconv.Itoa(a.Process.Pid), "--pid",
-		strconv.Itoa(b.Process.Pid), "--frequency", "499", "--duration", "2")
+		strconv.Itoa(b.Process.Pid), "--frequency", "499", "--duration", "3")
 
 	for _, c := range []struct {
 		name string
@@ -505,7 +505,7 @@ func TestSymbolsKernelNames(t *testing.T) {
 	w := startWorkload(t, "syscalls", "15")
 	time.Sleep(200 * time.Millisecond)
 	p, _ := symRecord(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499",
-		"--duration", "2")
+		"--duration", "3")
 	ss := samplesOf(p, w.Process.Pid)
 	n := total(ss)
 	if n < 100 {
@@ -574,7 +574,7 @@ func TestSymbolsNoSymbolize(t *testing.T) {
 	w := startWorkload(t, "sym_inline", "15")
 	time.Sleep(200 * time.Millisecond)
 	p, _ := symRecord(t, "--pid", strconv.Itoa(w.Process.Pid), "--no-symbolize", "--frequency",
-		"499", "--duration", "2")
+		"499", "--duration", "3")
 	ss := samplesOf(p, w.Process.Pid)
 	n := total(ss)
 	if n < 100 {
