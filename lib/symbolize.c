@@ -5,6 +5,11 @@
  * ELF symbol tables (with MiniDebugInfo's and the debug file's .symtab merged in). The lazy
  * parts are loaded on the first call per file; the file's descriptor is closed after that
  * (DWARF keeps its own).
+ *
+ * Results are cached per file in a small direct-mapped table keyed by address, so the hot
+ * addresses of a profile stay cheap after the DWARF state behind them has been dropped or
+ * its libdwarf instance closed. Every string in a result lives in the file's pool, so a
+ * cached result stays valid for the file's lifetime.
  */
 #include <errno.h>
 #include <gelf.h>
@@ -22,8 +27,77 @@
 
 const struct op_sym *op_file_find_sym(const struct op_file *f, uint64_t vaddr);
 
+#define RCACHE_BITS  8 /* 256 entries per file: about 6 KiB plus the cached lines */
+#define RCACHE_SLOTS (1u << RCACHE_BITS)
+
+struct op_rcache_ent {
+	uint64_t key; /* vaddr + 1; 0: empty */
+	struct op_sym_line *lines;
+	uint32_t n;
+	int32_t ret;
+};
+
+static struct op_rcache_ent *rcache_slot(struct op_file *f, uint64_t vaddr)
+{
+	uint64_t h = (vaddr ^ (vaddr >> 29)) * 0x9e3779b97f4a7c15ull;
+
+	if (!f->rcache) {
+		f->rcache = calloc(RCACHE_SLOTS, sizeof(*f->rcache));
+		if (!f->rcache)
+			return NULL;
+		f->rcache_bytes = RCACHE_SLOTS * sizeof(*f->rcache);
+	}
+	return &f->rcache[h >> (64 - RCACHE_BITS)];
+}
+
+static bool rcache_get(struct op_file *f, uint64_t vaddr, struct op_sym_result *out, int *ret)
+{
+	struct op_rcache_ent *e = f->rcache ? rcache_slot(f, vaddr) : NULL;
+
+	if (!e || e->key != vaddr + 1 || vaddr == UINT64_MAX) /* key 0 means empty */
+		return false;
+	out->n = e->n;
+	if (e->n)
+		memcpy(out->lines, e->lines, e->n * sizeof(*e->lines));
+	*ret = e->ret;
+	return true;
+}
+
+static void rcache_put(struct op_file *f, uint64_t vaddr, const struct op_sym_result *res, int ret)
+{
+	struct op_rcache_ent *e = vaddr != UINT64_MAX ? rcache_slot(f, vaddr) : NULL;
+	struct op_sym_line *lines = NULL;
+
+	if (!e)
+		return;
+	if (res->n) {
+		lines = malloc(res->n * sizeof(*lines));
+		if (!lines)
+			return;
+		memcpy(lines, res->lines, res->n * sizeof(*lines));
+	}
+	f->rcache_bytes += res->n * sizeof(*lines);
+	f->rcache_bytes -= e->n * sizeof(*lines);
+	free(e->lines);
+	*e = (struct op_rcache_ent){ vaddr + 1, lines, (uint32_t)res->n, ret };
+}
+
+static void rcache_free(struct op_file *f)
+{
+	size_t i;
+
+	if (!f->rcache)
+		return;
+	for (i = 0; i < RCACHE_SLOTS; i++)
+		free(f->rcache[i].lines);
+	free(f->rcache);
+	f->rcache = NULL;
+	f->rcache_bytes = 0;
+}
+
 void op_file_release_lazy(struct op_file *f)
 {
+	rcache_free(f);
 	op_dwarf_free(f->dwarf);
 	f->dwarf = NULL;
 	op_gopcln_free(f->gopcln);
@@ -33,7 +107,7 @@ void op_file_release_lazy(struct op_file *f)
 static size_t lazy_bytes(const struct op_file *f)
 {
 	return op_dwarf_bytes(f->dwarf) + op_gopcln_bytes(f->gopcln) + f->pool.bytes +
-	       f->cap_interned * sizeof(*f->interned);
+	       f->cap_interned * sizeof(*f->interned) + f->rcache_bytes;
 }
 
 /* Keep the cache's byte count in step with what the lazy parts hold. */
@@ -126,6 +200,10 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
 	if (!f)
 		return -EINVAL;
 	pthread_mutex_lock(&f->lock);
+	if (rcache_get(f, vaddr, out, &ret)) {
+		pthread_mutex_unlock(&f->lock);
+		return ret;
+	}
 	ensure_full(f);
 	s = (struct op_sym *)op_file_find_sym(f, vaddr);
 
@@ -161,6 +239,8 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
 	}
 	if (ret)
 		out->n = 0;
+	if (ret == 0 || ret == -ENOENT)
+		rcache_put(f, vaddr, out, ret);
 	account_lazy(f);
 	pthread_mutex_unlock(&f->lock);
 	return ret;

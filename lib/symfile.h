@@ -92,6 +92,8 @@ struct op_file {
 	/* lazily loaded state, under lock */
 	pthread_mutex_t lock;
 	bool full_tried;
+	struct op_rcache_ent *rcache; /* recent results (symbolize.c), NULL until first use */
+	size_t rcache_bytes;
 	struct op_dwarf *dwarf;
 	struct op_gopcln *gopcln;
 };
