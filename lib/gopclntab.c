@@ -8,12 +8,18 @@
  * nfunc int, nfiles uint, textStart, funcnameOffset, cuOffset, filetabOffset, pctabOffset,
  * pclnOffset (pointer-sized). pclnOffset starts the function table: nfunc+1 pairs of u32
  * (entry offset from the text start, offset of the _func record from the table).
+ *
+ * Only the function table is copied (8 bytes a function, for the binary search); function
+ * records, names, pc-value tables and file names are read from the file with pread() when a
+ * lookup needs them (the symbolizer caches results per address). A truncated or changed file
+ * makes lookups fail, never fault.
  */
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gopclntab.h"
 #include "log.h"
@@ -24,7 +30,9 @@
 #define MAX_PCLNTAB (1u << 30)
 
 struct op_gopcln {
-	uint8_t *data;
+	int fd;		 /* the file, dup()ed */
+	uint64_t file_off; /* of the pclntab in the file */
+	uint8_t *ftab;	 /* copy of the function table: (nfunc + 1) * 8 bytes */
 	size_t size;
 	uint32_t magic;
 	uint8_t minlc, ptrsize;
@@ -33,12 +41,31 @@ struct op_gopcln {
 	uint64_t funcname, cutab, filetab, pctab, functab;
 };
 
+/* @len bytes at pclntab offset @off, all inside the table. */
+static bool rd(const struct op_gopcln *g, uint64_t off, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	if (off > g->size || g->size - off < len)
+		return false;
+	if (g->ftab && off >= g->functab && off - g->functab + len <= (g->nfunc + 1) * 8) {
+		memcpy(buf, g->ftab + (off - g->functab), len);
+		return true;
+	}
+	while (got < len) {
+		ssize_t r = pread(g->fd, (char *)buf + got, len - got,
+				  (off_t)(g->file_off + off + got));
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
 static bool rd32(const struct op_gopcln *g, uint64_t off, uint32_t *v)
 {
-	if (off > g->size || g->size - off < 4)
-		return false;
-	memcpy(v, g->data + off, 4);
-	return true;
+	return rd(g, off, v, 4);
 }
 
 static uint64_t rdptr(const uint8_t *p, uint8_t ptrsize)
@@ -56,11 +83,35 @@ static uint64_t rdptr(const uint8_t *p, uint8_t ptrsize)
 	return v;
 }
 
-static const char *cstr(const struct op_gopcln *g, uint64_t off)
+#define MAX_GO_NAME 65536
+
+/* The NUL-terminated string at pclntab offset @off, interned in @f; NULL if unreadable. */
+static const char *cstr(const struct op_gopcln *g, struct op_file *f, uint64_t off)
 {
-	if (off >= g->size || !memchr(g->data + off, '\0', g->size - off))
-		return NULL;
-	return (const char *)g->data + off;
+	char stack[512], *buf = stack, *big = NULL;
+	size_t cap = sizeof(stack), len;
+	const char *out = NULL;
+
+	for (;;) {
+		len = off < g->size ? g->size - off : 0;
+		if (len > cap)
+			len = cap;
+		if (!len || !rd(g, off, buf, len))
+			break;
+		if (memchr(buf, '\0', len)) {
+			out = op_file_intern(f, buf);
+			break;
+		}
+		if (len < cap || cap >= MAX_GO_NAME)
+			break; /* no terminator before the end of the table */
+		cap *= 4;
+		free(big);
+		big = buf = malloc(cap);
+		if (!buf)
+			break;
+	}
+	free(big);
+	return out;
 }
 
 static bool header_ok(const uint8_t *p, size_t n)
@@ -131,12 +182,12 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
-	g->data = malloc(size);
-	if (!g->data) {
+	g->fd = f->fd >= 0 ? dup(f->fd) : -1;
+	if (g->fd < 0) {
 		free(g);
 		return NULL;
 	}
-	memcpy(g->data, base, size);
+	g->file_off = sh.sh_offset + (uint64_t)(base - (const uint8_t *)d->d_buf);
 	g->size = size;
 	memcpy(&g->magic, base, 4);
 	g->minlc = base[6];
@@ -150,12 +201,18 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 	g->functab = rdptr(base + 8 + 7 * ps, ps);
 	if (!g->text && section(elf, ".text", &text))
 		g->text = text.sh_addr; /* textStart is filled in at run time */
-	if (g->functab >= size || g->nfunc == 0 || g->nfunc > (size - g->functab) / 8 ||
+	if (g->functab >= size || g->nfunc == 0 || g->nfunc >= (size - g->functab) / 8 ||
 	    g->funcname >= size || g->pctab >= size) {
 		op_debug("malformed .gopclntab in %s", f->path ? f->path : "?");
 		op_gopcln_free(g);
 		return NULL;
 	}
+	g->ftab = malloc((g->nfunc + 1) * 8);
+	if (!g->ftab) {
+		op_gopcln_free(g);
+		return NULL;
+	}
+	memcpy(g->ftab, base + g->functab, (g->nfunc + 1) * 8);
 	return g;
 }
 
@@ -163,16 +220,45 @@ void op_gopcln_free(struct op_gopcln *g)
 {
 	if (!g)
 		return;
-	free(g->data);
+	if (g->fd >= 0)
+		close(g->fd);
+	free(g->ftab);
 	free(g);
 }
 
 size_t op_gopcln_bytes(const struct op_gopcln *g)
 {
-	return g ? sizeof(*g) + g->size : 0;
+	return g ? sizeof(*g) + (g->ftab ? (g->nfunc + 1) * 8 : 0) : 0;
 }
 
-static bool varint(const struct op_gopcln *g, uint64_t *off, uint32_t *v)
+/* Sequential reads of a pc-value table through a small buffer. */
+struct reader {
+	const struct op_gopcln *g;
+	uint64_t off; /* next byte */
+	uint64_t buf_off;
+	size_t buf_len;
+	uint8_t buf[256];
+};
+
+static bool next_byte(struct reader *r, uint8_t *b)
+{
+	if (r->off < r->buf_off || r->off >= r->buf_off + r->buf_len) {
+		size_t len = sizeof(r->buf);
+
+		if (r->off >= r->g->size)
+			return false;
+		if (len > r->g->size - r->off)
+			len = r->g->size - r->off;
+		if (!rd(r->g, r->off, r->buf, len))
+			return false;
+		r->buf_off = r->off;
+		r->buf_len = len;
+	}
+	*b = r->buf[r->off++ - r->buf_off];
+	return true;
+}
+
+static bool varint(struct reader *r, uint32_t *v)
 {
 	uint32_t x = 0;
 	int shift;
@@ -180,9 +266,8 @@ static bool varint(const struct op_gopcln *g, uint64_t *off, uint32_t *v)
 	for (shift = 0; shift < 35; shift += 7) {
 		uint8_t b;
 
-		if (*off >= g->size)
+		if (!next_byte(r, &b))
 			return false;
-		b = g->data[(*off)++];
 		x |= (uint32_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
 			*v = x;
@@ -196,7 +281,8 @@ static bool varint(const struct op_gopcln *g, uint64_t *off, uint32_t *v)
 static bool pcvalue(const struct op_gopcln *g, uint32_t tab_off, uint64_t entry, uint64_t target,
 		    int32_t *out)
 {
-	uint64_t off = g->pctab + tab_off, pc = entry;
+	struct reader r = { .g = g, .off = g->pctab + tab_off };
+	uint64_t pc = entry;
 	int32_t val = -1;
 	bool first = true;
 	int guard;
@@ -206,11 +292,11 @@ static bool pcvalue(const struct op_gopcln *g, uint32_t tab_off, uint64_t entry,
 	for (guard = 0; guard < 1000000; guard++) {
 		uint32_t uv, pcd;
 
-		if (!varint(g, &off, &uv) || (uv == 0 && !first))
+		if (!varint(&r, &uv) || (uv == 0 && !first))
 			return false;
 		first = false;
 		val += (uv & 1) ? -(int32_t)((uv >> 1) + 1) : (int32_t)(uv >> 1);
-		if (!varint(g, &off, &pcd))
+		if (!varint(&r, &pcd))
 			return false;
 		pc += (uint64_t)pcd * g->minlc;
 		if (target < pc) {
@@ -253,17 +339,21 @@ int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc, struct
 	fo = g->functab + funcoff;
 	/* _func: entryOff, nameOff, args, deferreturn, pcsp, pcfile, pcln, npcdata,
 	 * cuOffset, startLine (1.20+) */
-	if (!rd32(g, fo + 4, &nameoff) || !rd32(g, fo + 20, &pcfile) || !rd32(g, fo + 24, &pcln) ||
-	    !rd32(g, fo + 32, &cuoff))
-		return -ENOENT;
-	if (g->magic == GO120_MAGIC)
-		rd32(g, fo + 36, &startline);
-	name = cstr(g, g->funcname + nameoff);
+	{
+		uint32_t rec[10];
+
+		if (!rd(g, fo, rec, g->magic == GO120_MAGIC ? 40 : 36))
+			return -ENOENT;
+		nameoff = rec[1];
+		pcfile = rec[5];
+		pcln = rec[6];
+		cuoff = rec[8];
+		if (g->magic == GO120_MAGIC)
+			startline = rec[9];
+	}
+	name = cstr(g, f, g->funcname + nameoff);
 	if (!name)
 		return -ENOENT;
-	name = op_file_intern(f, name);
-	if (!name)
-		return -ENOMEM;
 	if (!pcvalue(g, pcln, g->text + e, pc, &line))
 		line = 0;
 	if (pcvalue(g, pcfile, g->text + e, pc, &fileno) && fileno >= 0) {
@@ -271,9 +361,7 @@ int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc, struct
 
 		if (rd32(g, g->cutab + ((uint64_t)cuoff + (uint64_t)fileno) * 4, &foff) &&
 		    foff != UINT32_MAX) {
-			file = cstr(g, g->filetab + foff);
-			if (file)
-				file = op_file_intern(f, file);
+			file = cstr(g, f, g->filetab + foff);
 		}
 	}
 	out->lines[0] = (struct op_sym_line){
