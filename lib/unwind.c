@@ -2,8 +2,9 @@
 /*
  * User half of the CFI unwinder. See unwind.h.
  *
- * Tables live in the sampler object's maps: unwind_rows (one big array, mmap'ed here, each
- * table a contiguous range handed out first-fit), unwind_rules (shared and deduplicated
+ * Tables live in the sampler object's maps: unwind_rows (one big array, each table a
+ * contiguous range handed out first-fit, written through a mapping of just that range that
+ * is dropped right after, so the array does not count in this process's resident memory), unwind_rules (shared and deduplicated
  * across every table, never evicted), unwind_tables (slot → row range) and unwind_procs
  * (pid → sorted executable mappings). A table is written rows first, slot last, and
  * evicted slot first, so the BPF walk never follows a slot into rows being rewritten.
@@ -73,7 +74,6 @@ struct extent {
 
 struct op_unwinder {
 	int rows_fd, rules_fd, tables_fd, procs_fd;
-	struct op_unwind_row *rows; /* mmap of unwind_rows */
 	uint32_t max_rows, max_rules, max_tables;
 
 	struct extent *free_ext; /* free row ranges, sorted by start, coalesced */
@@ -160,11 +160,38 @@ static uint32_t hash_rule(const struct op_unwind_rule *r)
 	return h;
 }
 
+/* Double the rule hash (up to twice the rule map's size): it grows with use. */
+static int rule_hash_grow(struct op_unwinder *u)
+{
+	uint32_t nc = u->rule_hash_cap * 2, *nh;
+
+	if (nc < u->rule_hash_cap || u->rule_hash_cap >= 2 * (uint64_t)u->max_rules)
+		return -ENOSPC;
+	nh = malloc((size_t)nc * sizeof(*nh));
+	if (!nh)
+		return -ENOMEM;
+	memset(nh, 0xff, (size_t)nc * sizeof(*nh));
+	for (uint32_t i = 0; i < u->n_rules; i++) {
+		uint32_t j = hash_rule(&u->rules[i]) & (nc - 1);
+
+		while (nh[j] != UINT32_MAX)
+			j = (j + 1) & (nc - 1);
+		nh[j] = i;
+	}
+	free(u->rule_hash);
+	u->rule_hash = nh;
+	u->rule_hash_cap = nc;
+	return 0;
+}
+
 /* Global index of @r, adding it to the BPF rule map if new; UINT32_MAX when full. */
 static uint32_t global_rule(struct op_unwinder *u, const struct op_unwind_rule *r)
 {
-	uint32_t j = hash_rule(r) & (u->rule_hash_cap - 1);
+	uint32_t j;
 
+	if (u->n_rules * 2 >= u->rule_hash_cap)
+		rule_hash_grow(u); /* on failure, a full table refuses new rules below */
+	j = hash_rule(r) & (u->rule_hash_cap - 1);
 	while (u->rule_hash[j] != UINT32_MAX) {
 		if (!memcmp(&u->rules[u->rule_hash[j]], r, sizeof(*r)))
 			return u->rule_hash[j];
@@ -264,9 +291,28 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 			return -ENOSPC;
 		}
 	}
-	for (size_t i = 0; i < t->n_rows; i++) {
-		u->rows[start + i].pc = t->rows[i].pc;
-		u->rows[start + i].rule = map[t->rows[i].rule];
+	{
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t lo = (size_t)start * sizeof(struct op_unwind_row);
+		size_t hi = lo + t->n_rows * sizeof(struct op_unwind_row);
+		size_t off = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - off;
+		struct op_unwind_row *rows;
+		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd,
+			       (off_t)off);
+
+		if (m == MAP_FAILED) {
+			err = -errno;
+			free(map);
+			rows_free(u, start, (uint32_t)t->n_rows);
+			op_warn("unwind: cannot map unwind rows: %s", strerror(-err));
+			return err;
+		}
+		rows = (struct op_unwind_row *)(m + (lo - off));
+		for (size_t i = 0; i < t->n_rows; i++) {
+			rows[i].pc = t->rows[i].pc;
+			rows[i].rule = map[t->rows[i].rule];
+		}
+		munmap(m, len);
 	}
 	free(map);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -684,6 +730,7 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 {
 	struct op_unwinder *u;
 	size_t rows_bytes;
+	void *probe;
 
 	if (!skel) {
 		errno = EINVAL;
@@ -700,9 +747,10 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 	u->max_rules = bpf_map__max_entries(skel->maps.unwind_rules);
 	u->max_tables = bpf_map__max_entries(skel->maps.unwind_tables);
 	u->vdso_file = -1;
-	rows_bytes = (size_t)u->max_rows * sizeof(struct op_unwind_row);
-	u->rows = mmap(NULL, rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, 0);
-	if (u->rows == MAP_FAILED) {
+	/* the row array must be mappable: tables are written through short-lived mappings */
+	rows_bytes = (size_t)sysconf(_SC_PAGESIZE);
+	probe = mmap(NULL, rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, 0);
+	if (probe == MAP_FAILED) {
 		int err = errno;
 
 		op_warn("unwind: cannot map the unwind row table: %s", strerror(err));
@@ -710,10 +758,10 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 		errno = err;
 		return NULL;
 	}
-	u->rule_hash_cap = 2;
-	while (u->rule_hash_cap < 2 * u->max_rules)
-		u->rule_hash_cap *= 2;
-	/* worst case of free extents: every other row free */
+	munmap(probe, rows_bytes);
+	/* the rule hash starts small and doubles with use (rule_hash_grow) */
+	u->rule_hash_cap = 4096;
+	/* worst case of free extents: every other row free (pages are touched only as used) */
 	u->free_ext = malloc(((size_t)u->max_rows / 2 + 2) * sizeof(*u->free_ext));
 	u->slot_used = calloc(u->max_tables, sizeof(*u->slot_used));
 	u->rules = malloc((size_t)u->max_rules * sizeof(*u->rules));
@@ -744,8 +792,6 @@ void op_unwinder_free(struct op_unwinder *u)
 			free(p);
 		}
 	}
-	if (u->rows && u->rows != MAP_FAILED)
-		munmap(u->rows, (size_t)u->max_rows * sizeof(struct op_unwind_row));
 	free(u->free_ext);
 	free(u->slot_used);
 	free(u->rules);
