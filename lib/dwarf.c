@@ -13,9 +13,11 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libdwarf/dwarf.h>
@@ -36,7 +38,9 @@
  * compressed ones; libdwarf's own per-instance state (CU contexts, abbreviations, DIE
  * offset trees) is roughly proportional and goes away with the instance.
  */
-#define DEFAULT_HANDLE_BUDGET (24u << 20)
+#define DEFAULT_HANDLE_BUDGET (16u << 20)
+/* A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()). */
+#define HANDLE_IDLE_NS (3ull * 1000000000ull)
 
 struct dnode {
 	const char *name;	 /* display name */
@@ -103,6 +107,7 @@ struct op_dwarf {
 	size_t shnum, shstrndx;
 	bool is64, msb;
 	size_t handle_bytes;		/* section bytes loaded through the open handle */
+	uint64_t handle_used_ns;	/* last use of the open handle */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
 	int fd;
@@ -427,6 +432,24 @@ static struct op_dwarf *handles_head, *handles_tail;
 static size_t handles_bytes;
 static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
 static size_t handles_open;
+static uint64_t handles_checked_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Give the memory of closed instances back to the system: libdwarf frees many small blocks,
+ * which glibc otherwise keeps in the arena of the thread that symbolized.
+ */
+static void heap_trim(void)
+{
+	malloc_trim(0);
+}
 
 static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *out, int *error)
 {
@@ -574,6 +597,7 @@ static void handle_finish(struct op_dwarf *d)
 static void handles_trim(struct op_dwarf *self)
 {
 	struct op_dwarf *v, *prev;
+	size_t closed = 0;
 
 	pthread_mutex_lock(&handles_lock);
 	for (v = handles_tail; v && handles_bytes > handles_budget; v = prev) {
@@ -583,8 +607,37 @@ static void handles_trim(struct op_dwarf *self)
 		handle_unlink(v);
 		handle_finish(v);
 		pthread_mutex_unlock(&v->f->lock);
+		closed++;
 	}
 	pthread_mutex_unlock(&handles_lock);
+	if (closed)
+		heap_trim();
+}
+
+void op_dwarf_idle(void)
+{
+	uint64_t now = mono_ns();
+	struct op_dwarf *v, *prev;
+	size_t closed = 0;
+
+	if (__atomic_load_n(&handles_checked_ns, __ATOMIC_RELAXED) + 1000000000ull > now)
+		return;
+	pthread_mutex_lock(&handles_lock);
+	handles_checked_ns = now;
+	for (v = handles_tail; v; v = prev) {
+		prev = v->hprev;
+		if (v->handle_used_ns + HANDLE_IDLE_NS > now)
+			break; /* the rest were used more recently */
+		if (!v->f || pthread_mutex_trylock(&v->f->lock))
+			continue;
+		handle_unlink(v);
+		handle_finish(v);
+		pthread_mutex_unlock(&v->f->lock);
+		closed++;
+	}
+	pthread_mutex_unlock(&handles_lock);
+	if (closed)
+		heap_trim();
 }
 
 /* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
@@ -594,6 +647,7 @@ static bool handle_get(struct op_dwarf *d)
 	GElf_Ehdr eh;
 	int res;
 
+	d->handle_used_ns = mono_ns();
 	if (d->dbg) {
 		pthread_mutex_lock(&handles_lock);
 		if (handles_head != d && handle_listed(d)) {

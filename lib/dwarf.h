@@ -25,10 +25,15 @@ size_t op_dwarf_bytes(const struct op_dwarf *d);
 void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
 
 /*
- * Bound on the section bytes of all open libdwarf instances together (default 24 MiB); over
+ * Bound on the section bytes of all open libdwarf instances together (default 16 MiB); over
  * it, the least recently used are closed and re-opened on demand.
  */
 void op_dwarf_set_handle_budget(size_t bytes);
+/*
+ * Close the libdwarf instances unused for a few seconds (what was parsed out of them stays).
+ * Cheap: does the work at most once a second. Call without holding any file's lock.
+ */
+void op_dwarf_idle(void);
 /* Open libdwarf instances and the section bytes they hold, now. */
 void op_dwarf_handle_stats(size_t *open, size_t *bytes);
 

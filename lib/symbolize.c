@@ -199,6 +199,7 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
 	out->n = 0;
 	if (!f)
 		return -EINVAL;
+	op_dwarf_idle();
 	pthread_mutex_lock(&f->lock);
 	if (rcache_get(f, vaddr, out, &ret)) {
 		pthread_mutex_unlock(&f->lock);
