@@ -77,7 +77,7 @@ struct op_unwinder {
 	uint32_t max_rows, max_rules, max_tables;
 
 	struct extent *free_ext; /* free row ranges, sorted by start, coalesced */
-	size_t n_free;
+	size_t n_free, cap_free;
 
 	bool *slot_used;
 
@@ -127,9 +127,20 @@ static void rows_free(struct op_unwinder *u, uint32_t start, uint32_t n)
 {
 	size_t i = 0;
 
+	if (u->n_free == u->cap_free) {
+		size_t nc = u->cap_free * 2;
+		struct extent *ne = realloc(u->free_ext, nc * sizeof(*ne));
+
+		if (!ne) {
+			/* cannot record it: the rows stay allocated (lost, never reused) */
+			op_warn("unwind: out of memory; %u unwind rows are not reused", n);
+			return;
+		}
+		u->free_ext = ne;
+		u->cap_free = nc;
+	}
 	while (i < u->n_free && u->free_ext[i].start < start)
 		i++;
-	/* free_ext has room for max_rows / 1 extents in the worst case: allocated up front */
 	memmove(&u->free_ext[i + 1], &u->free_ext[i], (u->n_free - i) * sizeof(*u->free_ext));
 	u->free_ext[i] = (struct extent){ start, n };
 	u->n_free++;
@@ -761,8 +772,9 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 	munmap(probe, rows_bytes);
 	/* the rule hash starts small and doubles with use (rule_hash_grow) */
 	u->rule_hash_cap = 4096;
-	/* worst case of free extents: every other row free (pages are touched only as used) */
-	u->free_ext = malloc(((size_t)u->max_rows / 2 + 2) * sizeof(*u->free_ext));
+	/* free extents: a few at a time in practice; the list grows when fragmented */
+	u->cap_free = 64;
+	u->free_ext = malloc(u->cap_free * sizeof(*u->free_ext));
 	u->slot_used = calloc(u->max_tables, sizeof(*u->slot_used));
 	u->rules = malloc((size_t)u->max_rules * sizeof(*u->rules));
 	u->rule_hash = malloc((size_t)u->rule_hash_cap * sizeof(*u->rule_hash));
