@@ -373,6 +373,12 @@ static int build_syms(struct op_file *f, struct rawsym *raw, size_t n)
 	for (i = 0; i < m; i++)
 		if (!syms[i].end)
 			syms[i].end = i + 1 < m ? syms[i + 1].addr : segment_end(f, syms[i].addr);
+	if (m < n) {
+		struct op_sym *fit = realloc(syms, m * sizeof(*syms)); /* drop the aliases' room */
+
+		if (fit)
+			syms = fit;
+	}
 	free(f->syms);
 	if (f->n_syms)
 		op_file_account(f, -(ssize_t)(f->n_syms * sizeof(*syms)));

@@ -184,9 +184,9 @@ static void ensure_full(struct op_file *f)
 
 static const char *sym_display(struct op_file *f, struct op_sym *s)
 {
-	if (!s->demangled)
-		s->demangled = op_file_demangle(f, s->name);
-	return s->demangled ? s->demangled : s->name;
+	const char *d = op_file_demangle(f, s->name);
+
+	return d ? d : s->name;
 }
 
 int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *out)

@@ -26,12 +26,11 @@ struct op_strpool {
 const char *op_strpool_add(struct op_strpool *p, const char *s, size_t len);
 void op_strpool_free(struct op_strpool *p);
 
-/* A function symbol: [addr, end) */
+/* A function symbol: [addr, end). Display names are demangled on lookup (results are cached). */
 struct op_sym {
 	uint64_t addr;
 	uint64_t end;
-	const char *name;      /* raw, in the file's pool */
-	const char *demangled; /* NULL: not tried yet; == name: nothing to demangle */
+	const char *name; /* raw, in the file's pool */
 };
 
 struct op_load_seg {
