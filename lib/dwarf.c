@@ -433,6 +433,7 @@ static size_t handles_bytes;
 static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
 static size_t handles_open;
 static uint64_t handles_checked_ns;
+static uint64_t handles_trimmed_ns;
 
 static uint64_t mono_ns(void)
 {
@@ -619,11 +620,16 @@ void op_dwarf_idle(void)
 	uint64_t now = mono_ns();
 	struct op_dwarf *v, *prev;
 	size_t closed = 0;
+	bool trim;
 
 	if (__atomic_load_n(&handles_checked_ns, __ATOMIC_RELAXED) + 1000000000ull > now)
 		return;
 	pthread_mutex_lock(&handles_lock);
-	handles_checked_ns = now;
+	if (handles_checked_ns + 1000000000ull > now) {
+		pthread_mutex_unlock(&handles_lock); /* another thread just did it */
+		return;
+	}
+	__atomic_store_n(&handles_checked_ns, now, __ATOMIC_RELAXED);
 	for (v = handles_tail; v; v = prev) {
 		prev = v->hprev;
 		if (v->handle_used_ns + HANDLE_IDLE_NS > now)
@@ -635,8 +641,12 @@ void op_dwarf_idle(void)
 		pthread_mutex_unlock(&v->f->lock);
 		closed++;
 	}
+	/* and every 10 s anyway: parsed CUs dropped, files evicted, profiles encoded */
+	trim = closed || now - handles_trimmed_ns > 10000000000ull;
+	if (trim)
+		handles_trimmed_ns = now;
 	pthread_mutex_unlock(&handles_lock);
-	if (closed)
+	if (trim)
 		heap_trim();
 }
 
