@@ -30,18 +30,32 @@
 #define EXITED_GRACE_NS (10ull * 1000000000ull)
 /* Trace records read from the ring buffer but not symbolized yet; beyond this, symbolize now. */
 #define MAX_QUEUED_BYTES (32u << 20)
-/* Symbolization time between two looks at the ring buffer (exec events must not wait). */
-#define SYMBOLIZE_SLICE_NS 2000000ull
-
 /*
- * Trace records waiting for symbolization: [size_t size][record], each padded to 8 bytes.
- * The reader hands exec, exit and unwinder work first and symbolizes afterwards, so that a
- * backlog of samples (a CPU-starved reader on a busy host) does not delay reading a new
- * process's mappings until after it has exited.
+ * Records waiting for the symbolizer thread: [size_t size][record], each padded to 8 bytes.
+ * The reader thread does the exec and unwinder work at once and queues traces and exits, so
+ * that symbolization (a backlog of samples on a CPU-starved host, a big binary's symbols
+ * loading) does not delay reading a new process's mappings until after it has exited, nor
+ * loading its unwind tables.
  */
 struct trace_queue {
 	uint8_t *buf;
 	size_t head, tail, cap;
+};
+
+/*
+ * A program as the reader saw it on exec (mappings, their files opened), in the queue as
+ * an exec record, so that its samples still resolve when it exited before the symbolizer
+ * got to them. Kept from that record to the process's exit record if it was gone by then.
+ */
+struct exec_snap {
+	struct exec_snap *next;
+	struct op_proc proc;
+};
+
+/* The exec record in the queue: the event, and the snapshot (or NULL). */
+struct exec_rec {
+	struct op_event_hdr hdr;
+	struct exec_snap *snap;
 };
 
 struct otelprof {
@@ -57,7 +71,13 @@ struct otelprof {
 
 	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
 	struct op_profile *profile;
+
+	pthread_mutex_t u_lock; /* the unwinder */
+	pthread_mutex_t q_lock; /* the queue */
+	pthread_cond_t q_cond;
 	struct trace_queue queue;
+	pthread_t symbolizer;
+	struct exec_snap *ghosts; /* exited before symbolization; under lock */
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
@@ -351,6 +371,42 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				   file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
 }
 
+static struct op_proc *ghost_find(struct otelprof *p, int pid)
+{
+	for (struct exec_snap *g = p->ghosts; g; g = g->next)
+		if (g->proc.pid == pid)
+			return &g->proc;
+	return NULL;
+}
+
+static void snap_free(struct exec_snap *sn)
+{
+	if (!sn)
+		return;
+	for (size_t i = 0; i < sn->proc.n_vmas; i++) {
+		if (sn->proc.vmas[i].file)
+			op_file_put(sn->proc.vmas[i].file);
+		free(sn->proc.vmas[i].path);
+	}
+	free(sn->proc.vmas);
+	free(sn->proc.exe_path);
+	free(sn->proc.container_id);
+	free(sn);
+}
+
+static void ghost_drop(struct otelprof *p, int pid)
+{
+	for (struct exec_snap **gp = &p->ghosts; *gp; gp = &(*gp)->next) {
+		if ((*gp)->proc.pid == pid) {
+			struct exec_snap *g = *gp;
+
+			*gp = g->next;
+			snap_free(g);
+			return;
+		}
+	}
+}
+
 static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t size)
 {
 	uint32_t locs[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + 2];
@@ -369,7 +425,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		p->stats.dropped++;
 		return;
 	}
-	proc = nu ? op_proctab_get(p->procs, t->hdr.pid) : NULL;
+	proc = ghost_find(p, (int)t->hdr.pid);
+	if (!proc && nu)
+		proc = op_proctab_get(p->procs, t->hdr.pid);
 
 	for (size_t i = 0; i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
@@ -445,21 +503,18 @@ static int queue_push(struct trace_queue *q, const void *data, size_t size)
 	return 0;
 }
 
-/* Symbolize queued records until @deadline_ns (CLOCK_MONOTONIC; 0: all). Under p->lock. */
-static void queue_run(struct otelprof *p, uint64_t deadline_ns)
+/* Take the oldest record into @out (sizeof(struct op_trace) bytes). Under q_lock. */
+static bool queue_pop(struct trace_queue *q, void *out, size_t *size)
 {
-	struct trace_queue *q = &p->queue;
-	unsigned int n = 0;
+	size_t len;
 
-	while (q->head < q->tail) {
-		size_t size;
-
-		memcpy(&size, q->buf + q->head, sizeof(size));
-		handle_trace(p, (const struct op_trace *)(q->buf + q->head + sizeof(size_t)), size);
-		q->head += sizeof(size_t) + QUEUE_ALIGN(size);
-		if (deadline_ns && !(++n & 15) && clock_ns(CLOCK_MONOTONIC) > deadline_ns)
-			break;
-	}
+	if (q->head == q->tail)
+		return false;
+	memcpy(&len, q->buf + q->head, sizeof(len));
+	/* enqueue() never queues more: a longer one is dropped (size 0) */
+	*size = len <= sizeof(struct op_trace) ? len : 0;
+	memcpy(out, q->buf + q->head + sizeof(size_t), *size);
+	q->head += sizeof(size_t) + QUEUE_ALIGN(len);
 	if (q->head == q->tail) {
 		q->head = q->tail = 0;
 		if (q->cap > (1u << 20)) {
@@ -469,23 +524,173 @@ static void queue_run(struct otelprof *p, uint64_t deadline_ns)
 			q->cap = 0;
 		}
 	}
+	return true;
+}
+
+/* One queued record (trace, exec or exit). Under p->lock. */
+static void handle_queued(struct otelprof *p, const void *data, size_t size)
+{
+	const struct op_event_hdr *h = data;
+
+	if (size < sizeof(*h)) {
+		p->stats.dropped++;
+		return;
+	}
+	if (h->type == OP_EV_EXIT) {
+		ghost_drop(p, (int)h->pid);
+		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
+	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
+		struct exec_snap *sn = ((const struct exec_rec *)data)->snap;
+		struct op_proc *proc;
+
+		ghost_drop(p, (int)h->pid);
+		if (op_proctab_refresh(p->procs, h->pid, true) == 0 &&
+		    (proc = op_proctab_get(p->procs, h->pid))) {
+			/* alive: open its files now, before it can exit */
+			for (size_t i = 0; i < proc->n_vmas; i++)
+				op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
+			snap_free(sn);
+		} else if (sn) {
+			sn->next = p->ghosts;
+			p->ghosts = sn;
+		}
+	} else {
+		handle_trace(p, data, size);
+	}
+}
+
+/* Symbolize everything queued. Under p->lock. */
+static void queue_flush(struct otelprof *p)
+{
+	struct op_trace *rec = malloc(sizeof(*rec));
+	size_t size;
+
+	if (!rec)
+		return;
+	for (;;) {
+		bool got;
+
+		pthread_mutex_lock(&p->q_lock);
+		got = queue_pop(&p->queue, rec, &size);
+		pthread_mutex_unlock(&p->q_lock);
+		if (!got)
+			break;
+		handle_queued(p, rec, size);
+	}
+	free(rec);
+}
+
+/* Free the snapshots of exec records still queued (closing without a last collect). */
+static void queue_flush_snaps(struct otelprof *p)
+{
+	struct trace_queue *q = &p->queue;
+
+	for (size_t at = q->head; at < q->tail;) {
+		struct exec_rec rec;
+		size_t size;
+
+		memcpy(&size, q->buf + at, sizeof(size));
+		if (size == sizeof(rec)) {
+			memcpy(&rec, q->buf + at + sizeof(size_t), sizeof(rec));
+			if (rec.hdr.type == OP_EV_EXEC)
+				snap_free(rec.snap);
+		}
+		at += sizeof(size_t) + QUEUE_ALIGN(size);
+	}
+	q->head = q->tail = 0;
+}
+
+/* Queue a record for the symbolizer; symbolize it now when the queue is full. */
+static void enqueue(struct otelprof *p, const void *data, size_t size)
+{
+	int err;
+
+	pthread_mutex_lock(&p->q_lock);
+	err = queue_push(&p->queue, data, size);
+	if (!err)
+		pthread_cond_signal(&p->q_cond);
+	pthread_mutex_unlock(&p->q_lock);
+	if (err) {
+		pthread_mutex_lock(&p->lock);
+		handle_queued(p, data, size);
+		pthread_mutex_unlock(&p->lock);
+	}
 }
 
 /*
- * A new program: its mappings and their files now, while it is alive, so that its samples
- * still queued resolve after a quick exit (/proc/PID/map_files goes with the process).
+ * A new program: its mappings and their files, read now while it surely lives (it may exit
+ * before the symbolizer gets to its samples, and /proc/PID/map_files goes with it). Takes
+ * no lock but the file cache's own: a busy symbolizer does not delay it.
  */
-static void on_exec(struct otelprof *p, int pid)
+static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 {
-	struct op_proc *proc;
+	struct op_maps_entry *m = malloc(sizeof(*m));
+	struct exec_snap *sn = calloc(1, sizeof(*sn));
+	char path[64], *line = NULL, *exe;
+	size_t cap = 0, vcap = 0;
+	FILE *fp;
 
-	op_proctab_refresh(p->procs, pid, true);
-	op_unwinder_on_exec(p->unwinder, pid);
-	if (p->flags & OTELPROF_F_NO_SYMBOLIZE)
-		return;
-	proc = op_proctab_get(p->procs, pid);
-	for (size_t i = 0; proc && i < proc->n_vmas; i++)
-		op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
+	if (!m || !sn)
+		goto fail;
+	sn->proc.pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		goto fail;
+	while (getline(&line, &cap, fp) > 0) {
+		struct op_vma *v;
+
+		if (op_parse_maps_line(line, m) || !m->executable)
+			continue;
+		if (sn->proc.n_vmas == vcap) {
+			size_t nc = vcap ? vcap * 2 : 16;
+			struct op_vma *nv = realloc(sn->proc.vmas, nc * sizeof(*nv));
+
+			if (!nv)
+				break;
+			sn->proc.vmas = nv;
+			vcap = nc;
+		}
+		v = &sn->proc.vmas[sn->proc.n_vmas++];
+		*v = (struct op_vma){ .start = m->start, .end = m->end, .offset = m->offset,
+				      .deleted = m->deleted, .file_tried = true };
+		if (m->path[0])
+			v->path = strdup(m->path);
+		if (v->path && (v->path[0] == '/' || !strcmp(v->path, "[vdso]")) && !m->deleted)
+			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
+	}
+	free(line);
+	fclose(fp);
+	free(m);
+	/* /proc/PID/maps lists mappings by address: already sorted */
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	exe = realpath(path, NULL);
+	if (exe) {
+		const char *slash = strrchr(exe, '/');
+
+		sn->proc.exe_path = exe;
+		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
+	}
+	return sn;
+fail:
+	free(m);
+	free(sn);
+	return NULL;
+}
+
+static void on_exec(struct otelprof *p, const struct op_proc_event *e)
+{
+	struct exec_rec rec = { .hdr = e->hdr };
+
+	/* the snapshot first: loading unwind tables may take a while (a big binary) */
+	if (!(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+		rec.snap = exec_snapshot(p, (int)e->hdr.pid);
+	if (rec.snap)
+		memcpy(rec.snap->proc.comm, e->comm, sizeof(rec.snap->proc.comm));
+	pthread_mutex_lock(&p->u_lock);
+	op_unwinder_on_exec(p->unwinder, (int)e->hdr.pid);
+	pthread_mutex_unlock(&p->u_lock);
+	enqueue(p, &rec, sizeof(rec));
 }
 
 static void on_event(void *ctx, const void *data, size_t size)
@@ -493,54 +698,86 @@ static void on_event(void *ctx, const void *data, size_t size)
 	const struct op_event_hdr *h = data;
 	struct otelprof *p = ctx;
 
-	pthread_mutex_lock(&p->lock);
 	switch (h->type) {
 	case OP_EV_TRACE:
-		if (size >= OP_TRACE_HDR_SIZE)
+		if (size >= OP_TRACE_HDR_SIZE) {
+			pthread_mutex_lock(&p->u_lock);
 			op_unwinder_on_trace(p->unwinder, data);
-		if (queue_push(&p->queue, data, size))
-			handle_trace(p, data, size);
+			pthread_mutex_unlock(&p->u_lock);
+		}
+		if (size > sizeof(struct op_trace))
+			size = sizeof(struct op_trace); /* longer than any record BPF writes */
+		enqueue(p, data, size);
 		break;
 	case OP_EV_EXEC:
-		on_exec(p, h->pid);
+		if (size >= sizeof(struct op_proc_event))
+			on_exec(p, data);
 		break;
 	case OP_EV_EXIT:
-		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
+		pthread_mutex_lock(&p->u_lock);
 		op_unwinder_on_exit(p->unwinder, h->pid);
+		pthread_mutex_unlock(&p->u_lock);
+		enqueue(p, h, sizeof(*h)); /* after the samples still queued */
 		break;
 	default:
+		pthread_mutex_lock(&p->lock);
 		p->stats.dropped++;
+		pthread_mutex_unlock(&p->lock);
 		break;
 	}
-	pthread_mutex_unlock(&p->lock);
 }
 
 static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
-	uint64_t last_gc = clock_ns(CLOCK_MONOTONIC);
 
 	while (!atomic_load(&p->stopping)) {
-		uint64_t now;
-		bool queued;
-
-		pthread_mutex_lock(&p->lock);
-		queued = p->queue.head < p->queue.tail;
-		pthread_mutex_unlock(&p->lock);
-		if (op_sampler_poll(p->sampler, queued ? 0 : 100) < 0 && errno != EINTR)
+		if (op_sampler_poll(p->sampler, 100) < 0 && errno != EINTR)
 			usleep(10000);
-		now = clock_ns(CLOCK_MONOTONIC);
+	}
+	return NULL;
+}
+
+/* Symbolizes queued records, one at a time under p->lock; runs the tracker's gc when idle. */
+static void *symbolizer_main(void *arg)
+{
+	struct otelprof *p = arg;
+	uint64_t last_gc = clock_ns(CLOCK_MONOTONIC);
+	struct op_trace *rec = malloc(sizeof(*rec));
+	size_t size;
+
+	if (!rec) {
+		op_err("cannot start the symbolizer: out of memory");
+		return NULL;
+	}
+	while (!atomic_load(&p->stopping)) {
+		struct timespec ts;
+		uint64_t now;
+		bool got;
+
+		pthread_mutex_lock(&p->q_lock);
+		got = queue_pop(&p->queue, rec, &size);
+		if (!got) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&p->q_cond, &p->q_lock, &ts);
+		}
+		pthread_mutex_unlock(&p->q_lock);
 		pthread_mutex_lock(&p->lock);
-		queue_run(p, now + SYMBOLIZE_SLICE_NS);
-		queued = p->queue.head < p->queue.tail;
-		pthread_mutex_unlock(&p->lock);
-		if (!queued && now - last_gc > 1000000000ull) {
-			pthread_mutex_lock(&p->lock);
+		if (got)
+			handle_queued(p, rec, size);
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (!got && now - last_gc > 1000000000ull) {
 			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
-			pthread_mutex_unlock(&p->lock);
 			last_gc = now;
 		}
+		pthread_mutex_unlock(&p->lock);
 	}
+	free(rec);
 	return NULL;
 }
 
@@ -559,6 +796,9 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->state_lock, NULL);
+	pthread_mutex_init(&p->u_lock, NULL);
+	pthread_mutex_init(&p->q_lock, NULL);
+	pthread_cond_init(&p->q_cond, NULL);
 	err = validate_opts(opts, &p->opts);
 	if (err)
 		goto fail;
@@ -639,9 +879,18 @@ OTELPROF_API int otelprof_start(struct otelprof *p)
 	if (err)
 		goto out;
 	atomic_store(&p->stopping, false);
+	err = pthread_create(&p->symbolizer, NULL, symbolizer_main, p);
+	if (err) {
+		op_sampler_detach(p->sampler);
+		op_err("cannot start the symbolizer thread: %s", strerror(err));
+		err = -err;
+		goto out;
+	}
 	err = pthread_create(&p->reader, NULL, reader_main, p);
 	if (err) {
 		op_sampler_detach(p->sampler);
+		atomic_store(&p->stopping, true);
+		pthread_join(p->symbolizer, NULL);
 		op_err("cannot start the reader thread: %s", strerror(err));
 		err = -err;
 		goto out;
@@ -662,9 +911,13 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		op_sampler_detach(p->sampler);
 		atomic_store(&p->stopping, true);
 		pthread_join(p->reader, NULL);
+		pthread_mutex_lock(&p->q_lock);
+		pthread_cond_broadcast(&p->q_cond);
+		pthread_mutex_unlock(&p->q_lock);
+		pthread_join(p->symbolizer, NULL);
 		op_sampler_drain(p->sampler);
 		pthread_mutex_lock(&p->lock);
-		queue_run(p, 0);
+		queue_flush(p);
 		pthread_mutex_unlock(&p->lock);
 		p->started = false;
 	}
@@ -691,7 +944,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	pthread_mutex_unlock(&p->state_lock);
 
 	pthread_mutex_lock(&p->lock);
-	queue_run(p, 0);
+	queue_flush(p);
 	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
 	if (format == OTELPROF_FORMAT_PPROF)
 		err = op_encode_pprof(p->profile, &out, &len);
@@ -737,8 +990,10 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_lock(&p->lock);
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
-	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&p->u_lock);
+	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
+	pthread_mutex_unlock(&p->u_lock);
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
 		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)
@@ -758,12 +1013,22 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_unwinder_free(p->unwinder);
 	op_sampler_close(p->sampler);
 	op_profile_free(p->profile);
+	while (p->ghosts) {
+		struct exec_snap *g = p->ghosts;
+
+		p->ghosts = g->next;
+		snap_free(g);
+	}
+	queue_flush_snaps(p);
 	free(p->queue.buf);
 	op_proctab_free(p->procs);
 	op_filecache_free(p->files);
 	op_ksyms_free(p->ksyms);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->state_lock);
+	pthread_mutex_destroy(&p->u_lock);
+	pthread_mutex_destroy(&p->q_lock);
+	pthread_cond_destroy(&p->q_cond);
 	free(p->pids);
 	free(p);
 }

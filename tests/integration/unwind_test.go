@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -320,5 +321,130 @@ func TestUnwindMatchesPerfDwarf(t *testing.T) {
 	}
 	if len(pe) < 4 {
 		t.Errorf("perf found only %d edges (%v): the workload should give worker->stage, stage->hot_x, stage->sort_stage, cmp->hot_y", len(pe), pe)
+	}
+}
+
+// recordWholeSystem records the whole system at 999 Hz (no --pid) while fn runs: fn is
+// called once sampling is attached, so everything it starts begins after the profiler.
+//
+// 16 busy threads run meanwhile (a loaded host): the profiler's threads get a small share of
+// the CPUs, so symbolization falls behind the samples, as it does on a busy machine. Not
+// under AddressSanitizer (SANITIZE=1), whose run checks memory safety of the same paths:
+// there the profiler is several times slower and would start new processes' tables late.
+func recordWholeSystem(t *testing.T, fn func()) *profile.Profile {
+	t.Helper()
+	if !sanitized(t) {
+		startWorkload(t, "bench_ratio", "60", "16")
+	}
+	out := filepath.Join(t.TempDir(), "whole.pb.gz")
+	cmd, rest := startRecording(t, "--frequency", "999", "--duration", "0", "--output", out)
+	fn()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("otelprof after SIGINT: %v; %s", err, <-rest)
+	}
+	t.Logf("otelprof: %s", strings.TrimSpace(<-rest))
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("parse %s: %v", out, err)
+	}
+	return p
+}
+
+// TestUnwindStartedAfterProfilerNoFP: whole-system mode, a program without frame pointers
+// started after the profiler is unwound completely from its first samples: its unwind
+// tables are loaded on its exec, not after the samples queued before it are symbolized.
+func TestUnwindStartedAfterProfilerNoFP(t *testing.T) {
+	requireRoot(t)
+	var pid int
+	p := recordWholeSystem(t, func() {
+		w := startWorkload(t, "cfi_recurse-nofp", "6")
+		pid = w.Process.Pid
+		_ = w.Wait()
+	})
+	ss := samplesOf(p, pid)
+	if n := total(ss); n < 150 {
+		t.Fatalf("got %d samples of the workload, want >= 150", n)
+	}
+	pct := completeShare(t, ss, func(names []string) bool {
+		if !contains(names, "main") {
+			return false
+		}
+		if contains(names, "leaf_a") || contains(names, "leaf_b") {
+			return countOf(names, "recurse") == 100
+		}
+		return true
+	})
+	t.Logf("%.2f%% complete stacks of %d samples", pct, total(ss))
+	if pct < 95 {
+		t.Errorf("%.2f%% of the stacks of a process started after the profiler are complete "+
+			"(main, and 100 recurse frames under the leaves), want >= 95%%", pct)
+	}
+}
+
+// TestUnwindShortLivedChildren: whole-system mode, children that fork+exec, burn 20 ms of
+// CPU and exit are attributed to their own pid with named, complete stacks (their mappings
+// are read on exec, before they exit, however far behind symbolization is).
+func TestUnwindShortLivedChildren(t *testing.T) {
+	requireRoot(t)
+	var parent int
+	var report string
+	p := recordWholeSystem(t, func() {
+		cmd := exec.Command(buildPath(t, "workloads/bench_spawn"), "3", "20")
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		parent = cmd.Process.Pid
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("bench_spawn: %v", err)
+		}
+		report = out.String()
+	})
+	var childCPU float64
+	for _, f := range strings.Fields(report) {
+		if v, ok := strings.CutPrefix(f, "child_cpu="); ok {
+			childCPU, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if childCPU <= 0 {
+		t.Fatalf("bench_spawn reported no child CPU time: %q", report)
+	}
+	var got, complete int64
+	var unnamed int64
+	children := map[int64]bool{}
+	for _, s := range p.Sample {
+		v := s.NumLabel["pid"]
+		if len(v) == 0 || v[0] == int64(parent) {
+			continue
+		}
+		names := funcNames(s)
+		if contains(names, "child_work") {
+			got += count(s)
+			children[v[0]] = true
+			if contains(names, "main") {
+				complete += count(s)
+			}
+		} else if len(s.Location) > 0 && s.Location[0].Mapping != nil &&
+			strings.HasSuffix(s.Location[0].Mapping.File, "/bench_spawn") {
+			unnamed += count(s)
+		}
+	}
+	want := childCPU * 999
+	t.Logf("children's CPU %.2f s -> %.0f samples expected; %d in child_work (%d complete) "+
+		"from %d children, %d more in bench_spawn unnamed", childCPU, want, got, complete,
+		len(children), unnamed)
+	if float64(got) < 0.7*want {
+		t.Errorf("%d samples of short-lived children in child_work, want >= 70%% of %.0f "+
+			"(their CPU time x 999 Hz)", got, want)
+	}
+	if got > 0 && complete < got*95/100 {
+		t.Errorf("%d of %d child_work samples reach main, want >= 95%%", complete, got)
 	}
 }
