@@ -35,6 +35,13 @@
 #define MAX_LOADS      8    /* PT_LOAD segments remembered per binary */
 #define PROC_BUCKETS   1024
 #define REFRESH_MIN_NS 50000000ull /* at most one unknown-PC refresh per pid per 50 ms */
+/*
+ * A PC outside every mapping read so far (ld.so mapping libc right after exec, a dlopen)
+ * refreshes sooner, a few times per process: the 50 ms limit made a short-lived child's
+ * samples through libc stop at "unknown mapping" for its whole life.
+ */
+#define QUICK_REFRESH_NS 1000000ull
+#define QUICK_REFRESHES	 8
 /* a table that did not fit is compiled again after this, doubling up to the maximum */
 #define RETRY_MIN_NS 1000000000ull
 #define RETRY_MAX_NS 60000000000ull
@@ -63,6 +70,7 @@ struct proc_ent {
 	struct proc_ent *next;
 	int pid;
 	uint64_t refreshed_ns;
+	unsigned int quick; /* quick refreshes done */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -677,6 +685,14 @@ int op_unwinder_add_pid(struct op_unwinder *u, int pid)
 	return refresh(u, pid);
 }
 
+static bool in_known(const struct proc_ent *p, uint64_t pc)
+{
+	for (uint32_t i = 0; i < p->bpf->n; i++)
+		if (pc >= p->bpf->m[i].start && pc < p->bpf->m[i].end)
+			return true;
+	return false;
+}
+
 static bool in_anon(const struct proc_ent *p, uint64_t pc)
 {
 	for (uint32_t i = 0; i < p->bpf->n; i++)
@@ -700,11 +716,20 @@ void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->unwind_error != OTELPROF_UNWIND_NO_TABLE)
 		return;
-	/* JIT code we already know about: nothing new to learn from /proc */
 	if (t->n_user && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
-	    t->n_kernel + t->n_user <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES &&
-	    in_anon(p, t->frames[t->n_kernel + t->n_user - 1]))
-		return;
+	    t->n_kernel + t->n_user <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
+		uint64_t pc = t->frames[t->n_kernel + t->n_user - 1];
+
+		/* JIT code we already know about: nothing new to learn from /proc */
+		if (in_anon(p, pc))
+			return;
+		if (p->quick < QUICK_REFRESHES && !in_known(p, pc) &&
+		    now_ns() - p->refreshed_ns >= QUICK_REFRESH_NS) {
+			p->quick++;
+			refresh(u, pid);
+			return;
+		}
+	}
 	if (now_ns() - p->refreshed_ns < REFRESH_MIN_NS)
 		return;
 	refresh(u, pid);
