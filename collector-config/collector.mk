@@ -37,7 +37,10 @@ $(COLLECTOR): collector-config/builder-config.yaml collector-config/collector.mk
 	$(Q)sed -e 's|^  output_path:.*|  output_path: $(COLLECTOR_SRC)|' \
 		-e 's|^\(    path: \)\./|\1$(CURDIR)/|' \
 		-e 's|=> \.\./\.\./|=> $(CURDIR)/|' $< > $(COLLECTOR_MANIFEST)
-	$(Q)CGO_LDFLAGS="$(SHIM_CGO_LDFLAGS)" $(OCB) --config $(COLLECTOR_MANIFEST) \
+	@# the library's hash in the flags: Go's build cache does not see a changed C library
+	@# (golang/go#24355) and would link the old one; a -L directory that need not exist
+	$(Q)CGO_LDFLAGS="$(SHIM_CGO_LDFLAGS) -L$(abspath $(BUILD))/lib-$$(sha256sum $(LIB_A) | cut -c1-16)" \
+		$(OCB) --config $(COLLECTOR_MANIFEST) \
 		> $(BUILD)/ocb.log 2>&1 || { tail -40 $(BUILD)/ocb.log >&2; \
 		echo "error: ocb failed building the collector (full log: $(BUILD)/ocb.log)" >&2; exit 1; }
 	$(Q)cp $(COLLECTOR_SRC)/otelcol-otelprof $@.tmp && mv $@.tmp $@
