@@ -31,7 +31,8 @@
 #define MAX_ORIGIN_DEPTH 8
 #define MAX_TREE_DEPTH	 64
 #define MAX_DIES_PER_CU	 (8u << 20)
-#define DEFAULT_BUDGET	 (64u << 20)
+/* Parsed CU data per file; over it, the least recently used half is dropped. */
+#define DEFAULT_BUDGET	 (32u << 20)
 /*
  * Bound on the section bytes behind all open libdwarf instances together (the file being
  * read may exceed it alone). Sections are mapped from the file, not copied, except
@@ -72,6 +73,7 @@ struct dline {
 
 struct dcu {
 	Dwarf_Off die_off;
+	uint64_t last_use; /* op_dwarf.tick at the last lookup in it */
 	size_t visited;	    /* DIEs walked in the last parse */
 	Dwarf_Off last_off; /* offset of the last DIE walked */
 	uint16_t version;
@@ -118,6 +120,7 @@ struct op_dwarf {
 	size_t n_idx;
 	size_t parsed_bytes;
 	size_t budget;
+	uint64_t tick;
 	size_t base_bytes;
 };
 
@@ -1183,14 +1186,37 @@ static int top_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static void drop_all_parsed(struct op_dwarf *d)
+static int use_cmp(const void *a, const void *b)
 {
-	size_t i;
+	const struct dcu *x = *(struct dcu *const *)a, *y = *(struct dcu *const *)b;
 
-	for (i = 0; i < d->n_cus; i++)
+	return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+}
+
+/* Drop parsed CUs, least recently used first, until at most half the budget is left. */
+static void drop_parsed(struct op_dwarf *d)
+{
+	struct dcu **v;
+	size_t i, n = 0;
+
+	v = malloc(d->n_cus * sizeof(*v));
+	for (i = 0; v && i < d->n_cus; i++)
 		if (d->cus[i].parsed)
-			cu_clear(&d->cus[i]);
-	d->parsed_bytes = 0;
+			v[n++] = &d->cus[i];
+	if (!v) {
+		/* no room to sort: drop them all */
+		for (i = 0; i < d->n_cus; i++)
+			if (d->cus[i].parsed)
+				cu_clear(&d->cus[i]);
+		d->parsed_bytes = 0;
+		return;
+	}
+	qsort(v, n, sizeof(*v), use_cmp);
+	for (i = 0; i < n && d->parsed_bytes > d->budget / 2; i++) {
+		d->parsed_bytes -= v[i]->bytes;
+		cu_clear(v[i]);
+	}
+	free(v);
 }
 
 static void parse_cu(struct op_dwarf *d, struct dcu *cu)
@@ -1202,7 +1228,7 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	if (cu->parsed || cu->failed)
 		return;
 	if (d->parsed_bytes > d->budget)
-		drop_all_parsed(d);
+		drop_parsed(d);
 	if (!handle_get(d))
 		return;
 	if (dwarf_offdie_b(d->dbg, cu->die_off, 1, &cu_die, &err) != DW_DLV_OK) {
@@ -1309,6 +1335,7 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 	cu = find_cu(d, addr);
 	if (!cu)
 		return -ENOENT;
+	cu->last_use = ++d->tick;
 	parse_cu(d, cu);
 	if (!cu->parsed)
 		return -ENOENT;

@@ -21,7 +21,10 @@ void op_dwarf_free(struct op_dwarf *d);
  */
 bool op_dwarf_sane(int fd, size_t *debug_bytes);
 size_t op_dwarf_bytes(const struct op_dwarf *d);
-/* Bound on parsed CU data; over it, parsed CUs are dropped and re-parsed on demand. */
+/*
+ * Bound on parsed CU data (default 32 MiB); over it, the least recently used parsed CUs are
+ * dropped and re-parsed on demand.
+ */
 void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
 
 /*
