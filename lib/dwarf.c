@@ -64,12 +64,22 @@ struct dtop {
 	uint32_t node;
 };
 
+/* A line-table row while parsing. */
 struct dline {
 	uint64_t addr;
 	const char *file;
 	uint32_t line;
 	uint32_t order; /* sort tie-break: end-of-sequence rows first, then input order */
 };
+
+/* A row as kept (12 bytes): address relative to the CU's lowest row. */
+struct crow {
+	uint32_t addr;
+	uint32_t line;
+	uint32_t file; /* index in the CU's files + 1, 0: none; ROW_END: end of a sequence */
+};
+
+#define ROW_END UINT32_MAX
 
 struct dcu {
 	Dwarf_Off die_off;
@@ -85,8 +95,9 @@ struct dcu {
 	size_t n_ranges, cap_ranges;
 	struct dtop *tops;
 	size_t n_tops;
-	struct dline *lines;
+	struct crow *lines;
 	size_t n_lines;
+	uint64_t line_base; /* address of row offset 0 */
 	const char **files;
 	size_t n_files;
 	size_t bytes;
@@ -945,6 +956,53 @@ static bool file0_is_placeholder(struct op_dwarf *d, const struct dcu *cu, Dwarf
 	return res;
 }
 
+/* Index of @file in the CU's file list, + 1; 0 when absent. */
+static uint32_t file_slot(const struct dcu *cu, const char *file)
+{
+	size_t i;
+
+	for (i = 0; file && i < cu->n_files; i++)
+		if (cu->files[i] == file)
+			return (uint32_t)i + 1;
+	return 0;
+}
+
+/* Keep sorted @rows as 12-byte rows relative to the lowest address (rows past 4 GiB dropped). */
+static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
+{
+	size_t i, m = 0;
+	const char *last_file = NULL;
+	uint32_t last_slot = 0;
+
+	if (!n)
+		return;
+	cu->lines = malloc(n * sizeof(*cu->lines));
+	if (!cu->lines)
+		return;
+	cu->line_base = rows[0].addr;
+	for (i = 0; i < n; i++) {
+		struct crow *r = &cu->lines[m];
+
+		if (rows[i].addr - cu->line_base > UINT32_MAX)
+			break;
+		r->addr = (uint32_t)(rows[i].addr - cu->line_base);
+		r->line = rows[i].line;
+		if (rows[i].order == 0) {
+			r->file = ROW_END;
+		} else {
+			if (rows[i].file != last_file) {
+				last_file = rows[i].file;
+				last_slot = file_slot(cu, last_file);
+			}
+			r->file = last_slot;
+		}
+		m++;
+	}
+	if (i < n) /* hostile: rows 4 GiB past the first; what follows the last kept row is unknown */
+		cu->lines[m++] = (struct crow){ UINT32_MAX, 0, ROW_END };
+	cu->n_lines = m;
+}
+
 static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 {
 	Dwarf_Error err = NULL;
@@ -956,6 +1014,8 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 	char **files = NULL;
 	Dwarf_Signed nf = 0;
 	bool file0_bogus;
+	struct dline *rows;
+	size_t n_rows = 0;
 
 	if (dwarf_srcfiles(cu_die, &files, &nf, &err) == DW_DLV_OK) {
 		cu->files = calloc((size_t)nf + 1, sizeof(*cu->files));
@@ -980,12 +1040,12 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 		return;
 	}
 	file0_bogus = lver >= 5 && file0_is_placeholder(d, cu, cu_die);
-	cu->lines = calloc((size_t)nl, sizeof(*cu->lines));
-	for (i = 0; cu->lines && i < nl; i++) {
+	rows = calloc((size_t)nl, sizeof(*rows));
+	for (i = 0; rows && i < nl; i++) {
 		Dwarf_Addr a;
 		Dwarf_Unsigned ln = 0, fno = 0;
 		Dwarf_Bool es = 0;
-		struct dline *l = &cu->lines[cu->n_lines];
+		struct dline *l = &rows[n_rows];
 
 		if (dwarf_lineaddr(lines[i], &a, &err) != DW_DLV_OK) {
 			drop_err(d->dbg, &err);
@@ -1011,11 +1071,13 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 		l->line = es ? 0 : (uint32_t)(ln > UINT32_MAX ? 0 : ln);
 		/* end-of-sequence rows sort before a sequence starting at the same address */
 		l->order = es ? 0 : (uint32_t)i + 1;
-		cu->n_lines++;
+		n_rows++;
 	}
 	dwarf_srclines_dealloc_b(lc);
-	if (cu->n_lines)
-		qsort(cu->lines, cu->n_lines, sizeof(*cu->lines), line_cmp);
+	if (n_rows)
+		qsort(rows, n_rows, sizeof(*rows), line_cmp);
+	compact_rows(cu, rows, n_rows);
+	free(rows);
 }
 
 /* Name, linkage name and declaration line, following abstract_origin and specification. */
@@ -1289,21 +1351,32 @@ static struct dcu *find_cu(struct op_dwarf *d, uint64_t addr)
 	return NULL;
 }
 
-static const struct dline *find_line(const struct dcu *cu, uint64_t addr)
+/* File and line of the row covering @addr; false before any row or past a sequence end. */
+static bool find_line(const struct dcu *cu, uint64_t addr, const char **file, int64_t *line)
 {
 	size_t lo = 0, hi = cu->n_lines;
+	const struct crow *r;
+	uint64_t rel;
 
+	if (!cu->n_lines || addr < cu->line_base)
+		return false;
+	rel = addr - cu->line_base;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (cu->lines[mid].addr <= addr)
+		if (cu->lines[mid].addr <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo || cu->lines[lo - 1].order == 0) /* before any row, or past a sequence end */
-		return NULL;
-	return &cu->lines[lo - 1];
+	if (!lo)
+		return false;
+	r = &cu->lines[lo - 1];
+	if (r->file == ROW_END)
+		return false;
+	*file = r->file && r->file - 1 < cu->n_files ? cu->files[r->file - 1] : NULL;
+	*line = r->line;
+	return true;
 }
 
 static bool node_has(const struct dcu *cu, const struct dnode *nd, uint64_t addr)
@@ -1321,7 +1394,9 @@ static bool node_has(const struct dcu *cu, const struct dnode *nd, uint64_t addr
 
 int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out)
 {
-	const struct dline *line;
+	const char *line_file = NULL;
+	int64_t line_no = 0;
+	bool line;
 	const struct dnode *nd;
 	struct dcu *cu;
 	size_t lo, hi;
@@ -1339,7 +1414,7 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 	parse_cu(d, cu);
 	if (!cu->parsed)
 		return -ENOENT;
-	line = find_line(cu, addr);
+	line = find_line(cu, addr, &line_file, &line_no);
 
 	lo = 0;
 	hi = cu->n_tops;
@@ -1355,9 +1430,9 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 		top = cu->tops[lo - 1].node;
 	if (top == NONE) {
 		/* no function DIE here: still report file and line if the line table has it */
-		if (!line || !line->file)
+		if (!line || !line_file)
 			return -ENOENT;
-		out->lines[0] = (struct op_sym_line){ .file = line->file, .line = line->line };
+		out->lines[0] = (struct op_sym_line){ .file = line_file, .line = line_no };
 		out->n = 1;
 		return 1; /* caller fills in the name */
 	}
@@ -1366,8 +1441,8 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 		if (cu->nodes[i].depth > cu->nodes[best].depth && node_has(cu, &cu->nodes[i], addr))
 			best = i;
 
-	file = line ? line->file : NULL;
-	lineno = line ? line->line : 0;
+	file = line ? line_file : NULL;
+	lineno = line ? line_no : 0;
 	for (nd = &cu->nodes[best]; nd && out->n < OP_MAX_INLINE;
 	     nd = nd->parent == NONE ? NULL : &cu->nodes[nd->parent]) {
 		out->lines[out->n++] = (struct op_sym_line){
