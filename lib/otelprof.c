@@ -546,9 +546,11 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		ghost_drop(p, (int)h->pid);
 		if (op_proctab_refresh(p->procs, h->pid, true) == 0 &&
 		    (proc = op_proctab_get(p->procs, h->pid))) {
-			/* alive: open its files now, before it can exit */
+			/* alive: open its executable now, before it can exit */
 			for (size_t i = 0; i < proc->n_vmas; i++)
-				op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
+				if (proc->vmas[i].path && proc->exe_path &&
+				    !strcmp(proc->vmas[i].path, proc->exe_path))
+					op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
 			snap_free(sn);
 		} else if (sn) {
 			sn->next = p->ghosts;
@@ -618,9 +620,10 @@ static void enqueue(struct otelprof *p, const void *data, size_t size)
 }
 
 /*
- * A new program: its mappings and their files, read now while it surely lives (it may exit
- * before the symbolizer gets to its samples, and /proc/PID/map_files goes with it). Takes
- * no lock but the file cache's own: a busy symbolizer does not delay it.
+ * A new program: its mappings and its executable file, read now while it surely lives (it
+ * may exit before the symbolizer gets to its samples, and /proc/PID/map_files goes with it).
+ * Libraries stay lazy: loading every library of every exec (libLLVM for each clang) here
+ * would delay the reader. Takes no lock but the file cache's own.
  */
 static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 {
@@ -633,6 +636,14 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 	if (!m || !sn)
 		goto fail;
 	sn->proc.pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	exe = realpath(path, NULL);
+	if (exe) {
+		const char *slash = strrchr(exe, '/');
+
+		sn->proc.exe_path = exe;
+		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -656,24 +667,19 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 				      .deleted = m->deleted, .file_tried = true };
 		if (m->path[0])
 			v->path = strdup(m->path);
-		if (v->path && (v->path[0] == '/' || !strcmp(v->path, "[vdso]")) && !m->deleted)
+		if (v->path && !m->deleted && ((exe && !strcmp(v->path, exe)) ||
+					       !strcmp(v->path, "[vdso]")))
 			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
 	}
 	free(line);
 	fclose(fp);
 	free(m);
 	/* /proc/PID/maps lists mappings by address: already sorted */
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	exe = realpath(path, NULL);
-	if (exe) {
-		const char *slash = strrchr(exe, '/');
-
-		sn->proc.exe_path = exe;
-		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
-	}
 	return sn;
 fail:
 	free(m);
+	if (sn)
+		free(sn->proc.exe_path);
 	free(sn);
 	return NULL;
 }
