@@ -32,7 +32,7 @@
 #define MAX_TREE_DEPTH	 64
 #define MAX_DIES_PER_CU	 (8u << 20)
 /* Parsed CU data per file; over it, the least recently used half is dropped. */
-#define DEFAULT_BUDGET	 (32u << 20)
+#define DEFAULT_BUDGET (32u << 20)
 /*
  * Bound on the section bytes behind all open libdwarf instances together (the file being
  * read may exceed it alone). Sections are mapped from the file, not copied, except
@@ -83,7 +83,7 @@ struct crow {
 
 struct dcu {
 	Dwarf_Off die_off;
-	uint64_t last_use; /* op_dwarf.tick at the last lookup in it */
+	uint64_t last_use;  /* op_dwarf.tick at the last lookup in it */
 	size_t visited;	    /* DIEs walked in the last parse */
 	Dwarf_Off last_off; /* offset of the last DIE walked */
 	uint16_t version;
@@ -998,7 +998,8 @@ static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
 		}
 		m++;
 	}
-	if (i < n) /* hostile: rows 4 GiB past the first; what follows the last kept row is unknown */
+	/* hostile: rows 4 GiB past the first; what follows the last kept row is unknown */
+	if (i < n)
 		cu->lines[m++] = (struct crow){ UINT32_MAX, 0, ROW_END };
 	cu->n_lines = m;
 }

@@ -30,9 +30,9 @@
 #define MAX_PCLNTAB (1u << 30)
 
 struct op_gopcln {
-	int fd;		 /* the file, dup()ed */
+	int fd;		   /* the file, dup()ed */
 	uint64_t file_off; /* of the pclntab in the file */
-	uint8_t *ftab;	 /* copy of the function table: (nfunc + 1) * 8 bytes */
+	uint8_t *ftab;	   /* copy of the function table: (nfunc + 1) * 8 bytes */
 	size_t size;
 	uint32_t magic;
 	uint8_t minlc, ptrsize;

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The symbolizer's memory bounds: libdwarf instances closed by the global budget or when idle
+ * and re-opened on demand, and the per-file result cache, must not change what an address
+ * symbolizes to. Two programs this test compiles (one with compressed DWARF, -gz) are
+ * symbolized with a one-byte instance budget, alternating between the files so each new CU
+ * re-opens its file's instance and closes the other's, and compared with a run under the
+ * default budget.
+ *
+ * Needs gcc and binutils (nm).
+ */
+#include <limits.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dwarf.h"
+#include "symbolize.h"
+
+static char tmp[] = "/tmp/otelprof-symcache-XXXXXX";
+
+#define N_FUNCS 24
+#define N_ADDRS (2 * N_FUNCS * 3)
+
+struct expect {
+	uint64_t addr;
+	int ret;
+	size_t n;
+	char name[128], file[256];
+	int64_t line;
+};
+
+/* Six compile units of four functions each: lookups move between CUs. */
+#define N_UNITS 6
+
+static const char fn_src[] = "#define F(n) __attribute__((noinline)) int f##n(int x) { \\\n"
+			     "	int y = x * n; \\\n"
+			     "	if (y & 1) \\\n"
+			     "		y += 3; \\\n"
+			     "	return y ^ n; }\n";
+
+static void write_sources(void)
+{
+	char p[PATH_MAX];
+	int u, i;
+
+	for (u = 0; u < N_UNITS; u++) {
+		FILE *s;
+
+		snprintf(p, sizeof(p), "%s/unit%d.c", tmp, u);
+		s = fopen(p, "w");
+		CHECK(s);
+		if (!s)
+			return;
+		fputs(fn_src, s);
+		for (i = 0; i < N_FUNCS / N_UNITS; i++)
+			fprintf(s, "F(%d)\n", u * (N_FUNCS / N_UNITS) + i);
+		if (u == 0)
+			fputs("int f23(int);\nint main(int c, char **v) { return f0(c) + f23(c); "
+			      "}\n",
+			      s);
+		fclose(s);
+	}
+}
+
+/* Addresses of f0..f23 in @bin (entry, +4, +9). */
+static int func_addrs(const char *bin, uint64_t *out)
+{
+	char cmd[512], line[256];
+	int n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm '%s' | grep -E ' T f[0-9]+$'", bin);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p) && n + 3 <= N_ADDRS / 2) {
+		unsigned long long a = strtoull(line, NULL, 16);
+
+		out[n++] = a;
+		out[n++] = a + 4;
+		out[n++] = a + 9;
+	}
+	pclose(p);
+	return n;
+}
+
+static void lookup(struct op_file *f, uint64_t addr, struct expect *e)
+{
+	struct op_sym_result r;
+
+	memset(e, 0, sizeof(*e));
+	e->addr = addr;
+	e->ret = op_file_symbolize(f, addr, &r);
+	e->n = r.n;
+	if (r.n) {
+		snprintf(e->name, sizeof(e->name), "%s", r.lines[0].name ? r.lines[0].name : "");
+		snprintf(e->file, sizeof(e->file), "%s", r.lines[0].file ? r.lines[0].file : "");
+		e->line = r.lines[0].line;
+	}
+}
+
+/* Symbolize both programs' addresses, alternating between the files. */
+static void run(const char *bin[2], uint64_t addrs[2][N_ADDRS / 2], int n[2],
+		struct expect out[2][N_ADDRS / 2])
+{
+	struct op_filecache *c = op_filecache_new(0);
+	struct op_file *f[2];
+	int i, k;
+
+	REQUIRE(c);
+	f[0] = op_filecache_get_path(c, bin[0]);
+	f[1] = op_filecache_get_path(c, bin[1]);
+	REQUIRE(f[0] && f[1]);
+	CHECK(op_file_has_inline_frames(f[0]) && op_file_has_inline_frames(f[1]));
+	for (i = 0; i < N_ADDRS / 2; i++)
+		for (k = 0; k < 2; k++)
+			if (i < n[k])
+				lookup(f[k], addrs[k][i], &out[k][i]);
+	op_file_put(f[0]);
+	op_file_put(f[1]);
+	op_filecache_free(c);
+}
+
+int main(void)
+{
+	char path[2][PATH_MAX], cmd[2 * PATH_MAX];
+	const char *bin[2] = { path[0], path[1] };
+	uint64_t addrs[2][N_ADDRS / 2];
+	static struct expect want[2][N_ADDRS / 2], got[2][N_ADDRS / 2];
+	size_t open_handles = 99, bytes = 99;
+	struct op_filecache *c;
+	struct op_file *f;
+	struct op_sym_result r1, r2;
+	int n[2], i, k;
+
+	if (!mkdtemp(tmp))
+		SKIP("cannot create a temporary directory");
+	snprintf(path[0], sizeof(path[0]), "%s/plain", tmp);
+	snprintf(path[1], sizeof(path[1]), "%s/gz", tmp);
+	write_sources();
+	if (check_failures)
+		return check_done();
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && gcc -O1 -g -o plain unit*.c && gcc -O1 -g -gz=zlib -o gz unit*.c",
+		 tmp);
+	REQUIRE(system(cmd) == 0);
+	for (k = 0; k < 2; k++) {
+		n[k] = func_addrs(path[k], addrs[k]);
+		REQUIRE(n[k] == N_ADDRS / 2);
+	}
+
+	/* reference: the default budget */
+	run(bin, addrs, n, want);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n[k]; i++) {
+			CHECK_EQ(want[k][i].ret, 0);
+			CHECK(!strncmp(want[k][i].name, "f", 1));
+			CHECK(strstr(want[k][i].file, "/unit") != NULL);
+			CHECK(want[k][i].line >= 1 && want[k][i].line <= 12); /* the F(n) lines */
+		}
+	/* the compressed-DWARF copy reads the same */
+	for (i = 0; i < n[0]; i++) {
+		CHECK_STR(want[0][i].name, want[1][i].name);
+		CHECK_EQ(want[0][i].line, want[1][i].line);
+	}
+
+	/* one byte for all instances: every switch of file closes the other one */
+	op_dwarf_set_handle_budget(1);
+	run(bin, addrs, n, got);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n[k]; i++) {
+			CHECK_EQ(got[k][i].ret, want[k][i].ret);
+			CHECK_EQ(got[k][i].n, want[k][i].n);
+			CHECK_STR(got[k][i].name, want[k][i].name);
+			CHECK_STR(got[k][i].file, want[k][i].file);
+			CHECK_EQ(got[k][i].line, want[k][i].line);
+		}
+	op_dwarf_handle_stats(&open_handles, &bytes);
+	CHECK_EQ(open_handles, 0); /* both files were freed */
+	op_dwarf_set_handle_budget(16u << 20);
+
+	/* cached results: the same strings again; an idle instance is closed after 3 s */
+	c = op_filecache_new(0);
+	REQUIRE(c);
+	f = op_filecache_get_path(c, path[1]);
+	REQUIRE(f);
+	CHECK_EQ(op_file_symbolize(f, addrs[1][0], &r1), 0);
+	op_dwarf_handle_stats(&open_handles, NULL);
+	CHECK_EQ(open_handles, 1);
+	sleep(4);
+	CHECK_EQ(op_file_symbolize(f, addrs[1][0], &r2), 0); /* from the cache: no re-open */
+	CHECK(r1.n == r2.n && r1.lines[0].name == r2.lines[0].name &&
+	      r1.lines[0].file == r2.lines[0].file && r1.lines[0].line == r2.lines[0].line);
+	op_dwarf_handle_stats(&open_handles, &bytes);
+	CHECK_EQ(open_handles, 0);
+	CHECK_EQ(bytes, 0);
+	/* an address in a CU not parsed yet re-opens it and reads the same as before */
+	lookup(f, addrs[1][n[1] - 1], &got[1][0]);
+	CHECK_STR(got[1][0].name, want[1][n[1] - 1].name);
+	CHECK_EQ(got[1][0].line, want[1][n[1] - 1].line);
+	op_dwarf_handle_stats(&open_handles, NULL);
+	CHECK_EQ(open_handles, 1);
+	op_file_put(f);
+	op_filecache_free(c);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", tmp);
+	return check_done();
+}
