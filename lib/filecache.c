@@ -25,7 +25,7 @@
 #include "symbolize.h"
 
 #define HTL_CHUNK	  4096
-#define DEFAULT_MAX_BYTES (256u << 20)
+#define DEFAULT_MAX_BYTES (32u << 20)
 #define NBUCKETS	  1024
 
 struct op_filecache {

@@ -37,7 +37,7 @@ struct op_sym_result {
 struct op_file;
 struct op_filecache;
 
-/* @max_bytes: bound on memory held by unreferenced files (0 = 256 MiB). */
+/* @max_bytes: bound on memory held by unreferenced files (0 = 32 MiB). */
 struct op_filecache *op_filecache_new(size_t max_bytes);
 void op_filecache_free(struct op_filecache *c);
 
