@@ -472,6 +472,11 @@ func TestSymbolsGo(t *testing.T) {
 				}
 				for _, l := range loc.Line {
 					f := l.Function
+					// Some runtime assembly trampolines (runtime.cgoSigtramp) carry no
+					// line table at all: a name without file is right for them.
+					if strings.HasPrefix(f.Name, "runtime.") && f.Filename == "" && l.Line == 0 {
+						continue
+					}
 					// Go's DWARF file 0 is a "?" placeholder: a file ending in "?" is a
 					// misread file index
 					if f.Filename == "" || strings.HasSuffix(f.Filename, "?") || l.Line == 0 {
