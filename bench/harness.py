@@ -729,7 +729,7 @@ def main():
     ratio = lambda nofp="", thr=NCPU, secs=T_BUSY: [
         os.path.join(WL, "bench_ratio" + nofp), str(secs), str(thr)]
     runs = []
-    plan = len(profs) * REPS * 2 + REPS * (1 if QUICK else 2) + len(profs) * 3
+    plan = len(profs) * REPS * 3 + REPS * (1 if QUICK else 2) + len(profs) * 2
     done = 0
 
     def step(prof, hz, tag, workloads, window, idle=None):
@@ -765,6 +765,13 @@ def main():
         for p in order:
             for hz in (20, 999):
                 step(p, hz, "busy", [[("ratio", ratio())]], T_BUSY)
+        for p in order:
+            done += 1
+            log(f"({done}/{plan}) {p.name}: time to first profile")
+            r = {"profiler": p.name, "tag": "first", "hz": 20, "rep": rep,
+                 "first_profile_s": p.first_profile_s(20, workdir)}
+            log(f"  {r['first_profile_s']}")
+            runs.append(r)
         if not QUICK:
             step(None, 0, "busy", [[("ratio", ratio())]], T_BUSY)
     rep = 0
@@ -777,12 +784,6 @@ def main():
             [("deep", [os.path.join(WL, "bench_deep"), str(T_EXTRA), str(DEEP)])],
             [("spawn", [os.path.join(WL, "bench_spawn"), str(T_EXTRA), "20"])],
         ], T_EXTRA)
-        done += 1
-        log(f"({done}/{plan}) {p.name}: time to first profile")
-        r = {"profiler": p.name, "tag": "first", "hz": 20, "rep": 0,
-             "first_profile_s": p.first_profile_s(20, workdir)}
-        log(f"  {r['first_profile_s']}")
-        runs.append(r)
 
     report = summarize(runs, all_profs, skipped)
     with open(os.path.join(RESULTS, "latest.json"), "w") as f:
