@@ -101,8 +101,9 @@ static int64_t rd_sleb(struct cursor *c)
 			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
 		shift += 7;
 		if (!(b & 0x80)) {
+			/* sign-extend in unsigned arithmetic: 1 << 63 would overflow int64_t */
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
+				v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
 			return v;
 		}
 	}
