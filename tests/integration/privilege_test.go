@@ -21,7 +21,7 @@ import (
 func runWithCaps(t *testing.T, caps []string, args ...string) (int, string, *profile.Profile) {
 	t.Helper()
 	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("skipped: setpriv (util-linux) is needed to drop root")
+		t.Fatal("setpriv (util-linux) is needed to drop root: run scripts/install-deps.sh")
 	}
 	dir, err := os.MkdirTemp("", "otelprof-caps-")
 	if err != nil {
@@ -145,7 +145,7 @@ func TestPrivilegeMissingRequired(t *testing.T) {
 func TestPrivilegeMountNamespace(t *testing.T) {
 	requireRoot(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("skipped: unshare (util-linux) is needed")
+		t.Fatal("unshare (util-linux) is needed: run scripts/install-deps.sh")
 	}
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog")
