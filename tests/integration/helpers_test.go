@@ -122,26 +122,39 @@ func startRecording(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
 // record runs `otelprof record` with args and returns the parsed pprof output.
 func record(t *testing.T, args ...string) (*profile.Profile, result) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "out.pb.gz")
+	return recordTo(t, filepath.Join(t.TempDir(), "out.pb.gz"), args...)
+}
+
+// recordTo is record writing to the file out (kept for `go tool pprof` or OTLP checks).
+func recordTo(t *testing.T, out string, args ...string) (*profile.Profile, result) {
+	t.Helper()
 	all := append([]string{"record", "--output", out}, args...)
 	r := run(t, 3*time.Minute, buildPath(t, "otelprof"), all...)
 	if r.code != 0 {
 		t.Fatalf("otelprof %v: exit %d: %s", all, r.code, r.stderr)
 	}
 	checkWithGoToolPprof(t, out)
-	f, err := os.Open(out)
+	p := parseProfile(t, out)
+	return p, r
+}
+
+// parseProfile reads a (gzipped) pprof file with github.com/google/pprof and checks it is
+// valid.
+func parseProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	p, err := profile.Parse(f)
 	if err != nil {
-		t.Fatalf("parse %s: %v", out, err)
+		t.Fatalf("parse %s: %v", path, err)
 	}
 	if err := p.CheckValid(); err != nil {
-		t.Fatalf("invalid profile: %v", err)
+		t.Fatalf("invalid profile %s: %v", path, err)
 	}
-	return p, r
+	return p
 }
 
 // checkWithGoToolPprof has a client we did not write read the file.

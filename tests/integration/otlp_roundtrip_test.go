@@ -463,15 +463,7 @@ func TestEncodeEmptyProfile(t *testing.T) {
 			t.Errorf("empty profile: string_table %v, want [\"\"]", st.AsRaw())
 		}
 	}
-	f, err := os.Open(pprofPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("google/pprof: %v", err)
-	}
+	p := parseProfile(t, pprofPath)
 	if err := p.CheckValid(); err != nil || len(p.Sample) != 0 {
 		t.Errorf("empty pprof: %d samples, %v", len(p.Sample), err)
 	}

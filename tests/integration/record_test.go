@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/pprof/profile"
 )
 
 // TestRecordKnownRatio: a frame-pointer workload burns CPU in hot_a:hot_b:hot_c = 50:30:20;
@@ -168,15 +166,7 @@ func TestRecordTargetExits(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("otelprof: %v", err)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := parseProfile(t, out)
 	ss := samplesOf(p, w.Process.Pid)
 	want := (c1 - c0) * hz / 100 * 8 / 10 // USER_HZ 100; 80% of the CPU time sampled
 	t.Logf("target used %.2f s CPU after attach; %d samples kept (want >= %d)", float64(c1-c0)/100, total(ss), want)

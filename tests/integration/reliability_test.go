@@ -59,18 +59,7 @@ func recordStats(t *testing.T, args ...string) (*profile.Profile, recStats, stri
 	st.lost, _ = strconv.ParseInt(m[2], 10, 64)
 	st.dropped, _ = strconv.ParseInt(m[3], 10, 64)
 	st.processes, _ = strconv.ParseInt(m[4], 10, 64)
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("parse %s: %v", out, err)
-	}
-	if err := p.CheckValid(); err != nil {
-		t.Fatalf("invalid profile: %v", err)
-	}
+	p := parseProfile(t, out)
 	return p, st, errb.String()
 }
 
@@ -191,15 +180,7 @@ func TestReliabilitySIGTERMFlush(t *testing.T) {
 		t.Fatalf("otelprof after SIGTERM: %v; %s", err, <-rest)
 	}
 	tail := <-rest
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := parseProfile(t, out)
 	got := total(samplesOf(p, w.Process.Pid))
 	clk := int64(100) // USER_HZ
 	want := (c1 - c0) * hz / clk
@@ -282,15 +263,7 @@ func TestReliabilityManyProcesses(t *testing.T) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := parseProfile(t, out)
 	ticking := map[int64]bool{}
 	for _, s := range p.Sample {
 		if exeName(s) == "rel_sleepers" && hasFunc(s, "rel_sleeper_tick") {

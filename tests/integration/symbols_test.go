@@ -29,24 +29,7 @@ import (
 func symRecord(t *testing.T, args ...string) (*profile.Profile, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.pb.gz")
-	all := append([]string{"record", "--output", out}, args...)
-	r := run(t, 3*time.Minute, buildPath(t, "otelprof"), all...)
-	if r.code != 0 {
-		t.Fatalf("otelprof %v: exit %d: %s", all, r.code, r.stderr)
-	}
-	checkWithGoToolPprof(t, out)
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("parse %s: %v", out, err)
-	}
-	if err := p.CheckValid(); err != nil {
-		t.Fatalf("invalid profile: %v", err)
-	}
+	p, _ := recordTo(t, out, args...)
 	return p, out
 }
 

@@ -344,15 +344,7 @@ func recordWholeSystem(t *testing.T, fn func()) *profile.Profile {
 		t.Fatalf("otelprof after SIGINT: %v; %s", err, <-rest)
 	}
 	t.Logf("otelprof: %s", strings.TrimSpace(<-rest))
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("parse %s: %v", out, err)
-	}
+	p := parseProfile(t, out)
 	return p
 }
 
