@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
 // procStatusKiB reads a "Name:   N kB" field (VmRSS, VmHWM) of /proc/PID/status.
@@ -58,7 +62,8 @@ const agentRSSBoundKiB = 512 * 1024
 
 // Issue 7: the agent's exporter cannot reach the gateway. The agent keeps running, its
 // memory stays bounded, the failed exports are in its log (not silent), and once a gateway
-// listens on the address the workload's profiles arrive there.
+// listens on the address the workload's profiles arrive there - including the batches taken
+// during the outage, which the exporter's sending_queue kept and retried: nothing is lost.
 func TestE2EExporterDown(t *testing.T) {
 	requireRoot(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -99,6 +104,9 @@ func TestE2EExporterDown(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the agent to log a failed export", func() bool {
 		return agent.logContains(exportFailedMsg)
 	}, agent)
+	logText, _ := os.ReadFile(agent.log)
+	t.Logf("agent log: %d failed export attempts (%q) while the gateway was down",
+		strings.Count(string(logText), exportFailedMsg), exportFailedMsg)
 	if !agent.logContains("Unavailable") {
 		t.Errorf("agent log has %q but no gRPC Unavailable status:\n%s", exportFailedMsg, agent.tail(20))
 	}
@@ -108,39 +116,104 @@ func TestE2EExporterDown(t *testing.T) {
 	gw := startGatewayOn(t, addr, out)
 	listenAfter := time.Since(gwStart)
 	var first time.Duration
-	waitUntil(t, 60*time.Second, fmt.Sprintf("the workload (pid %d) in the gateway's file", pid), func() bool {
-		batches, err := readProtoFile(out)
-		if err != nil {
+	var view *procView
+	var batches []pprofile.Profiles
+	readGateway := func() {
+		var err error
+		if batches, err = readProtoFile(out); err != nil {
 			t.Fatalf("gateway file: %v", err)
 		}
-		return byPid(t, batches)[pid] != nil
+		view = byPid(t, batches)[pid]
+	}
+	waitUntil(t, 60*time.Second, fmt.Sprintf("the workload (pid %d) in the gateway's file", pid), func() bool {
+		readGateway()
+		return view != nil
 	}, gw, agent)
 	first = time.Since(gwStart)
-	// Batches queued during the outage are retried; give them a few seconds, then count what
-	// arrived from before the gateway started.
-	time.Sleep(3 * time.Second)
-	batches, err := readProtoFile(out)
-	if err != nil {
-		t.Fatal(err)
+
+	// The batches of the outage sit in the exporter's queue and are retried with backoff; each
+	// failed attempt is logged with the interval to the next one. Once every announced retry
+	// is due (plus a margin) and no new failure was logged, all of them went through.
+	waitUntil(t, 90*time.Second, "every retry of the outage's batches to be done", func() bool {
+		due, n := retriesDue(t, agent)
+		return n > 0 && time.Now().After(due.Add(2*time.Second))
+	}, gw, agent)
+	readGateway()
+	ts := slices.Clone(view.timestamps)
+	slices.Sort(ts)
+	var gap time.Duration
+	for i := 1; i < len(ts); i++ {
+		gap = max(gap, time.Duration(ts[i]-ts[i-1]))
 	}
-	view := byPid(t, batches)[pid]
+	complete := time.Since(gwStart)
 	outage := 0
 	for _, ts := range view.timestamps {
 		if int64(ts) < gwStart.UnixNano() {
 			outage++
 		}
 	}
-	t.Logf("recovery: gateway listening %v after start, workload pid %d in its file %v after start; "+
-		"after 3 s more: %d batches, %d samples of the workload, %d of them taken while the gateway was down",
-		listenAfter.Round(time.Millisecond), pid, first.Round(time.Millisecond), len(batches),
-		view.samples, outage)
+	t.Logf("recovery: gateway listening %v after start; workload pid %d in its file %v after start, "+
+		"last retry done by %v after start (largest gap between its samples %v); %d batches, "+
+		"%d samples of the workload, %d of them taken while the gateway was down",
+		listenAfter.Round(time.Millisecond), pid, first.Round(time.Millisecond),
+		complete.Round(time.Millisecond), gap.Round(time.Millisecond), len(batches), view.samples, outage)
+	// The workload burns CPU without pause and is sampled at 20 Hz: a hole of 2 s in its
+	// samples would be a lost batch (each covers 1 s).
+	if gap >= 2*time.Second {
+		t.Errorf("the workload's samples have a hole of %v: a batch of the outage was lost", gap)
+	}
 	if view.functions["hot_a"] == 0 {
 		t.Errorf("workload's hot_a missing; top functions %v", view.top(6))
 	}
 	agent.stop(t, 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // the file exporter flushes every 200 ms
 	gw.stop(t, 30*time.Second)
+
+	// Nothing was lost across the outage: every sample the library took and did not drop
+	// (counted in its "stopped" line) is in the gateway's file, and the exporter dropped
+	// nothing.
+	readGateway()
+	took, dropped := agentSampleCounts(t, agent)
+	delivered := 0
+	for _, pv := range byPid(t, batches) {
+		delivered += pv.samples
+	}
+	t.Logf("agent library: %d samples taken, %d dropped; gateway file: %d samples", took, dropped, delivered)
+	if agent.logContains("Dropping data") || agent.logContains("next consumer refused") {
+		t.Errorf("agent dropped data after the gateway came back:\n%s", agent.tail(20))
+	}
+	if took == 0 || delivered != took-dropped {
+		t.Errorf("gateway holds %d samples, the agent took %d and dropped %d", delivered, took, dropped)
+	}
 }
 
 // exportFailedMsg is what the collector's exporter helper logs for each failed attempt that
 // it will retry.
 const exportFailedMsg = "Exporting failed. Will retry the request after interval."
+
+// retriesDue parses the exporter's "Will retry" lines in the agent's log and returns when
+// the last announced retry is due (log time + "interval"), and how many lines there were.
+func retriesDue(t *testing.T, agent *collectorProc) (time.Time, int) {
+	t.Helper()
+	b, err := os.ReadFile(agent.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\S+)\t\S+\t\S+\t` + regexp.QuoteMeta(exportFailedMsg) + `.*"interval": "([^"]+)"`)
+	var due time.Time
+	ms := re.FindAllSubmatch(b, -1)
+	for _, m := range ms {
+		at, err := time.Parse(time.RFC3339Nano, string(m[1]))
+		if err != nil {
+			t.Fatalf("agent log time %q: %v", m[1], err)
+		}
+		iv, err := time.ParseDuration(string(m[2]))
+		if err != nil {
+			t.Fatalf("agent log retry interval %q: %v", m[2], err)
+		}
+		if at.Add(iv).After(due) {
+			due = at.Add(iv)
+		}
+	}
+	return due, len(ms)
+}
