@@ -420,15 +420,21 @@ class Upstream(Profiler):
     def version(self):
         return "go.opentelemetry.io/ebpf-profiler v0.0.202633, collector v0.164.0"
 
+    # The receiver block and launcher are the only differences from our collector (below).
+    receiver = "profiling"
+    receiver_extra = "    reporter_jitter: 0\n"
+
+    def launcher(self):
+        return [os.path.join(BB, "memlock-shim"), self.binary]
+
     def config(self, hz, out, interval):
         cfg = out + ".yaml"
         with open(cfg, "w") as f:
             f.write(f"""receivers:
-  profiling:
+  {self.receiver}:
     samples_per_second: {hz}
     reporter_interval: {interval}s
-    reporter_jitter: 0
-exporters:
+{self.receiver_extra}exporters:
   file:
     path: {out}
 service:
@@ -439,7 +445,7 @@ service:
       level: info
   pipelines:
     profiles:
-      receivers: [profiling]
+      receivers: [{self.receiver}]
       exporters: [file]
 """)
         return cfg
@@ -449,8 +455,7 @@ service:
         cfg = self.config(hz, out, interval)
         self.t_launch = time.time()
         self.proc = subprocess.Popen(
-            [os.path.join(BB, "memlock-shim"), self.binary, "--config", cfg,
-             "--feature-gates=service.profilesSupport"],
+            self.launcher() + ["--config", cfg, "--feature-gates=service.profilesSupport"],
             stdout=subprocess.DEVNULL, stderr=open(out + ".log", "w"))
 
     def wait_ready(self, timeout=60):
@@ -496,36 +501,11 @@ class Collector(Upstream):
     def version(self):
         return sh([self.binary, "--version"]).stdout.strip()
 
-    def config(self, hz, out, interval):
-        cfg = out + ".yaml"
-        with open(cfg, "w") as f:
-            f.write(f"""receivers:
-  ebpfprofiler:
-    samples_per_second: {hz}
-    reporter_interval: {interval}s
-exporters:
-  file:
-    path: {out}
-service:
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: info
-  pipelines:
-    profiles:
-      receivers: [ebpfprofiler]
-      exporters: [file]
-""")
-        return cfg
+    receiver = "ebpfprofiler"
+    receiver_extra = ""
 
-    def launch(self, hz, out, interval=1.0):
-        self.out = out
-        cfg = self.config(hz, out, interval)
-        self.t_launch = time.time()
-        self.proc = subprocess.Popen(
-            [self.binary, "--config", cfg, "--feature-gates=service.profilesSupport"],
-            stdout=subprocess.DEVNULL, stderr=open(out + ".log", "w"))
+    def launcher(self):
+        return [self.binary]
 
 
 class Cli(Profiler):
