@@ -94,6 +94,18 @@ func checkShares(t *testing.T, ss []*profile.Sample, want map[string]float64, to
 	}
 }
 
+// recurseComplete: a cfi_recurse stack is complete when it reaches main and, under a leaf,
+// holds all 100 recurse frames.
+func recurseComplete(names []string) bool {
+	if !contains(names, "main") {
+		return false
+	}
+	if contains(names, "leaf_a") || contains(names, "leaf_b") {
+		return countOf(names, "recurse") == 100
+	}
+	return true
+}
+
 // TestUnwindRecursionNoFP: 100 recursion levels without frame pointers, every one unwound.
 func TestUnwindRecursionNoFP(t *testing.T) {
 	requireRoot(t)
@@ -103,15 +115,7 @@ func TestUnwindRecursionNoFP(t *testing.T) {
 	if n := total(ss); n < 2000 {
 		t.Fatalf("got %d samples, want >= 2000", n)
 	}
-	pct := completeShare(t, ss, func(names []string) bool {
-		if !contains(names, "main") {
-			return false
-		}
-		if contains(names, "leaf_a") || contains(names, "leaf_b") {
-			return countOf(names, "recurse") == 100
-		}
-		return true
-	})
+	pct := completeShare(t, ss, recurseComplete)
 	t.Logf("%.2f%% complete stacks of %d samples", pct, total(ss))
 	if pct < 99 {
 		t.Errorf("%.2f%% of stacks complete (main, and 100 recurse frames under the leaves), want >= 99%%", pct)
@@ -363,15 +367,7 @@ func TestUnwindStartedAfterProfilerNoFP(t *testing.T) {
 	if n := total(ss); n < 150 {
 		t.Fatalf("got %d samples of the workload, want >= 150", n)
 	}
-	pct := completeShare(t, ss, func(names []string) bool {
-		if !contains(names, "main") {
-			return false
-		}
-		if contains(names, "leaf_a") || contains(names, "leaf_b") {
-			return countOf(names, "recurse") == 100
-		}
-		return true
-	})
+	pct := completeShare(t, ss, recurseComplete)
 	t.Logf("%.2f%% complete stacks of %d samples", pct, total(ss))
 	if pct < 95 {
 		t.Errorf("%.2f%% of the stacks of a process started after the profiler are complete "+
