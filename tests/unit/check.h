@@ -9,6 +9,7 @@
  *   REQUIRE(expr)            like CHECK, but return from main with failure at once
  *   SKIP(fmt, ...)           print the reason and exit 77
  *   return check_done();     at the end of main: prints a summary, returns 0 or 1
+ *   check_run(cmd, out, len) run a shell command; its output (trailing blanks cut) in out
  */
 #ifndef OTELPROF_TESTS_CHECK_H
 #define OTELPROF_TESTS_CHECK_H
@@ -70,6 +71,31 @@ static int check_count;
 		fprintf(stderr, "\n");                 \
 		exit(77);                              \
 	} while (0)
+
+/*
+ * Run @cmd with popen(). With @out, its output (at most @len - 1 bytes, trailing newlines and
+ * spaces cut) goes there; without, it is read and discarded. Returns pclose()'s status.
+ */
+static inline int check_run(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+
+	if (!p)
+		return -1;
+	if (out) {
+		n = fread(out, 1, len - 1, p);
+		out[n] = '\0';
+		while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+			out[--n] = '\0';
+	} else {
+		char buf[4096];
+
+		while (fread(buf, 1, sizeof(buf), p) > 0)
+			;
+	}
+	return pclose(p);
+}
 
 static inline int check_done(void)
 {

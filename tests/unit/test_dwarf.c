@@ -24,27 +24,6 @@ char *op_demangle(const char *raw);
 static char tmp[] = "/tmp/otelprof-dwarftest-XXXXXX";
 static char srcroot[PATH_MAX]; /* the repository */
 
-static int run(const char *cmd, char *out, size_t len)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n = 0;
-
-	if (!p)
-		return -1;
-	if (out) {
-		n = fread(out, 1, len - 1, p);
-		out[n] = '\0';
-		while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-			out[--n] = '\0';
-	} else {
-		char buf[4096];
-
-		while (fread(buf, 1, sizeof(buf), p) > 0)
-			;
-	}
-	return pclose(p);
-}
-
 static int runf(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int runf(char *out, size_t len, const char *fmt, ...)
 {
@@ -54,7 +33,7 @@ static int runf(char *out, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	va_end(ap);
-	return run(cmd, out, len);
+	return check_run(cmd, out, len);
 }
 
 static bool ends_with(const char *s, const char *sfx)
@@ -251,7 +230,7 @@ static void test_inline(void)
 	snprintf(path, sizeof(path), "mkdir -p '%s/dbgroot/.build-id/%.2s' && cp '%s/inl.debug' "
 				     "'%s/dbgroot/.build-id/%.2s/%s.debug'",
 		 tmp, out, tmp, tmp, out, out + 2);
-	REQUIRE(run(path, NULL, 0) == 0);
+	REQUIRE(check_run(path, NULL, 0) == 0);
 
 	snprintf(path, sizeof(path), "%s/dbgempty", tmp);
 	op_symbolize_set_debug_dirs(path);
@@ -286,7 +265,7 @@ static void test_inline(void)
 		 "other.debug && mkdir -p badroot && cp -r dbgroot/.build-id badroot/ && "
 		 "cp other.debug badroot/.build-id/%.2s/%s.debug",
 		 tmp, src, out, out + 2);
-	REQUIRE(run(path, NULL, 0) == 0);
+	REQUIRE(check_run(path, NULL, 0) == 0);
 	{
 		char other_id[64];
 
@@ -459,7 +438,7 @@ static void test_go(void)
 	int decl_loop, decl_method;
 	size_t i;
 
-	if (run("command -v go", NULL, 0) != 0) {
+	if (check_run("command -v go", NULL, 0) != 0) {
 		printf("note: no go toolchain, Go part skipped\n");
 		return;
 	}
@@ -525,7 +504,7 @@ int main(void)
 {
 	char here[PATH_MAX + 64], *d;
 
-	if (run("command -v cc && command -v g++ && command -v addr2line && command -v objcopy "
+	if (check_run("command -v cc && command -v g++ && command -v addr2line && command -v objcopy "
 		"&& command -v xz",
 		NULL, 0) != 0)
 		SKIP("needs gcc, g++, binutils and xz: run scripts/install-deps.sh");

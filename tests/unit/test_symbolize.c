@@ -33,27 +33,6 @@ __attribute__((noinline)) int symtest_beta(int x)
 
 static char tmpdir[] = "/tmp/otelprof-symtest-XXXXXX";
 
-static int run(const char *cmd, char *out, size_t len)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n = 0;
-
-	if (!p)
-		return -1;
-	if (out) {
-		n = fread(out, 1, len - 1, p);
-		out[n] = '\0';
-		while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-			out[--n] = '\0';
-	} else {
-		char buf[256];
-
-		while (fread(buf, 1, sizeof(buf), p) > 0)
-			;
-	}
-	return pclose(p);
-}
-
 static void hexs(const uint8_t *d, size_t n, char *out)
 {
 	size_t i;
@@ -121,7 +100,7 @@ static void expected_htlhash(const char *path, char out[33])
 	snprintf(cmd, sizeof(cmd),
 		 "{ head -c 4096 '%s'; tail -c 4096 '%s'; printf '%s'; } | sha256sum", path, path,
 		 lenesc);
-	REQUIRE(run(cmd, res, sizeof(res)) == 0);
+	REQUIRE(check_run(cmd, res, sizeof(res)) == 0);
 	memcpy(out, res, 32);
 	out[32] = '\0';
 }
@@ -140,7 +119,7 @@ static void test_self(struct op_filecache *c, const char *exe)
 
 	/* build id as readelf -n prints it */
 	snprintf(cmd, sizeof(cmd), "readelf -n '%s' | awk '/Build ID/ {print $3}'", exe);
-	REQUIRE(run(cmd, out, sizeof(out)) == 0);
+	REQUIRE(check_run(cmd, out, sizeof(out)) == 0);
 	CHECK(strlen(out) == 40);
 	CHECK_STR(op_file_build_id_gnu(f), out);
 	CHECK(op_file_build_id_go(f) == NULL);
@@ -154,7 +133,7 @@ static void test_self(struct op_filecache *c, const char *exe)
 		 "nm --defined-only '%s' | awk '$3==\"symtest_alpha\"||$3==\"symtest_beta\"||"
 		 "$3==\"main\" {print $3, $1}' | sort",
 		 exe);
-	REQUIRE(run(cmd, out, sizeof(out)) == 0);
+	REQUIRE(check_run(cmd, out, sizeof(out)) == 0);
 	rc = sscanf(out, "main %llx\nsymtest_alpha %llx\nsymtest_beta %llx", &a_main, &a_alpha,
 		    &a_beta);
 	CHECK_EQ(rc, 3);
@@ -245,12 +224,12 @@ static void test_lld_offsets(struct op_filecache *c)
 	fclose(fp);
 	snprintf(cmd, sizeof(cmd), "cc -O1 -fPIE -pie -fuse-ld=lld -o '%s' '%s' 2>/dev/null", bin,
 		 src);
-	if (run(cmd, NULL, 0) != 0) {
+	if (check_run(cmd, NULL, 0) != 0) {
 		printf("note: no lld, skipping the lld offset check\n");
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "readelf -lW '%s' | awk '$1==\"LOAD\" {print $2, $3, $5}'", bin);
-	REQUIRE(run(cmd, out, sizeof(out)) == 0);
+	REQUIRE(check_run(cmd, out, sizeof(out)) == 0);
 	f = op_filecache_get_path(c, bin);
 	REQUIRE(f);
 	for (line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
@@ -267,7 +246,7 @@ static void test_lld_offsets(struct op_filecache *c)
 	CHECK(checked > 0);
 	/* lldfunc symbolized at its nm address */
 	snprintf(cmd, sizeof(cmd), "nm '%s' | awk '$3==\"lldfunc\" {print $1}'", bin);
-	REQUIRE(run(cmd, out, sizeof(out)) == 0);
+	REQUIRE(check_run(cmd, out, sizeof(out)) == 0);
 	{
 		struct op_sym_result r;
 
@@ -436,7 +415,7 @@ int main(void)
 	REQUIRE(n > 0);
 	exe[n] = '\0';
 	REQUIRE(mkdtemp(tmpdir));
-	if (run("command -v readelf && command -v nm && command -v sha256sum", NULL, 0) != 0)
+	if (check_run("command -v readelf && command -v nm && command -v sha256sum", NULL, 0) != 0)
 		SKIP("binutils (readelf, nm) or coreutils sha256sum missing: run scripts/install-deps.sh");
 
 	test_sha256();
@@ -454,7 +433,7 @@ int main(void)
 		char cmd[400];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		run(cmd, NULL, 0);
+		check_run(cmd, NULL, 0);
 	}
 	return check_done();
 }
