@@ -218,6 +218,15 @@ struct otelprof_stats {
 	uint64_t unsymbolized;	   /* frames left as mapping + address */
 	uint64_t unwind_table_bytes; /* bytes of unwind tables loaded into BPF maps */
 	uint64_t unwind_errors[OTELPROF_UNWIND_ERROR_MAX];
+	/*
+	 * BPF maps of the unwinder that were full (callers whose @sz ends before these fields do
+	 * not get them): times a process's mappings found no room in the per-process
+	 * map (its stacks are walked by frame pointers until a retry, once a second, finds
+	 * room; raise with OTELPROF_UNWIND_MAX_PROCS), and times a binary's unwind table did
+	 * not fit the row/rule/table maps (frame pointers for its code; retried with backoff).
+	 */
+	uint64_t unwind_procs_full;
+	uint64_t unwind_tables_full;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

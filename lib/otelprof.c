@@ -987,6 +987,7 @@ OTELPROF_API void otelprof_buf_free(void *data)
 OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *st)
 {
 	struct otelprof_stats s;
+	struct op_unwinder_stats us;
 	uint64_t counters[OP_CNT_MAX];
 	size_t sz;
 
@@ -999,7 +1000,10 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_lock(&p->u_lock);
 	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
+	op_unwinder_stats(p->unwinder, &us);
 	pthread_mutex_unlock(&p->u_lock);
+	s.unwind_procs_full = us.procs_full;
+	s.unwind_tables_full = us.tables_full;
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
 		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)

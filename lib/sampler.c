@@ -45,6 +45,29 @@ static int handle_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * OTELPROF_UNWIND_MAX_PROCS: processes the CFI unwinder keeps mappings for in BPF (default
+ * 16384; entries are allocated on use, up to ~6 KiB each). Hosts with more live processes
+ * raise it; tests lower it to exercise a full map. A bad value is refused, not ignored.
+ */
+static int set_unwind_procs(struct sampler_bpf *skel)
+{
+	const char *v = getenv("OTELPROF_UNWIND_MAX_PROCS");
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n < 1 || n > (1u << 22)) {
+		op_err("OTELPROF_UNWIND_MAX_PROCS=%s: want a number of processes from 1 to %u "
+		       "(unset it for the default 16384)", v, 1u << 22);
+		return -EINVAL;
+	}
+	return bpf_map__set_max_entries(skel->maps.unwind_procs, (__u32)n);
+}
+
 int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 {
 	struct op_sampler *s;
@@ -84,6 +107,9 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : 4 << 20);
 
+	err = set_unwind_procs(s->skel);
+	if (err)
+		goto fail;
 	err = sampler_bpf__load(s->skel);
 	if (err) {
 		err = err < 0 ? err : -errno;

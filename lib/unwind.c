@@ -35,6 +35,8 @@
 #define MAX_LOADS      8    /* PT_LOAD segments remembered per binary */
 #define PROC_BUCKETS   1024
 #define REFRESH_MIN_NS 50000000ull /* at most one unknown-PC refresh per pid per 50 ms */
+/* a process unwind_procs had no room for is tried again at most once a second */
+#define UNSTORED_RETRY_NS 1000000000ull
 /*
  * A PC outside every mapping read so far (ld.so mapping libc right after exec, a dlopen)
  * refreshes sooner, a few times per process: the 50 ms limit made a short-lived child's
@@ -71,6 +73,7 @@ struct proc_ent {
 	int pid;
 	uint64_t refreshed_ns;
 	unsigned int quick; /* quick refreshes done */
+	bool unstored;	    /* unwind_procs had no room for it at the last refresh */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -82,7 +85,7 @@ struct extent {
 
 struct op_unwinder {
 	int rows_fd, rules_fd, tables_fd, procs_fd;
-	uint32_t max_rows, max_rules, max_tables;
+	uint32_t max_rows, max_rules, max_tables, max_procs;
 
 	struct extent *free_ext; /* free row ranges, sorted by start, coalesced */
 	size_t n_free, cap_free;
@@ -392,6 +395,8 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 		return;
 	}
 	err = load_table(u, f, t);
+	if (err)
+		u->st.tables_full++;
 	if (err == -E2BIG) {
 		op_warn("unwind: the table of %s has %zu rows, more than the %u the map holds; "
 			"its code is walked by frame pointers", f->id, t->n_rows, u->max_rows);
@@ -659,7 +664,21 @@ static int refresh(struct op_unwinder *u, int pid)
 	fclose(fp);
 	if (bpf_map_update_elem(u->procs_fd, &pid, p->bpf, BPF_ANY)) {
 		err = -errno;
-		op_debug("unwind: cannot store the mappings of pid %d: %s", pid, strerror(-err));
+		u->st.procs_full++;
+		/* the tables stay loaded (others may map them); this process's refs go so that
+		 * eviction can reclaim tables only it used */
+		proc_drop_refs(u, p);
+		if (u->st.procs_full == 1) /* once: the counter tells the rest */
+			op_warn("unwind: cannot store the mappings of pid %d: %s (the BPF map holds "
+				"%u processes; set OTELPROF_UNWIND_MAX_PROCS to raise it); processes "
+				"that do not fit are unwound by frame pointers and counted",
+				pid, strerror(-err), u->max_procs);
+		else
+			op_debug("unwind: cannot store the mappings of pid %d: %s", pid,
+				 strerror(-err));
+		p->unstored = true;
+	} else {
+		p->unstored = false;
 	}
 	return err;
 }
@@ -711,6 +730,12 @@ void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	p = *proc_slot(u, pid);
 	if (!p) {
 		refresh(u, pid);
+		return;
+	}
+	/* no room last time: exits may have made some, try again at the slow rate */
+	if (p->unstored) {
+		if (now_ns() - p->refreshed_ns >= UNSTORED_RETRY_NS)
+			refresh(u, pid);
 		return;
 	}
 	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
@@ -782,6 +807,7 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 	u->max_rows = bpf_map__max_entries(skel->maps.unwind_rows);
 	u->max_rules = bpf_map__max_entries(skel->maps.unwind_rules);
 	u->max_tables = bpf_map__max_entries(skel->maps.unwind_tables);
+	u->max_procs = bpf_map__max_entries(skel->maps.unwind_procs);
 	u->vdso_file = -1;
 	/* the row array must be mappable: tables are written through short-lived mappings */
 	rows_bytes = (size_t)sysconf(_SC_PAGESIZE);

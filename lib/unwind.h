@@ -40,6 +40,11 @@ struct op_unwinder_stats {
 	uint64_t evicted;
 	uint64_t refreshes;  /* process mapping reloads */
 	uint64_t compile_ns; /* time spent compiling tables */
+	/* BPF maps full: a process whose mappings could not be stored (its stacks use frame
+	 * pointers until a later refresh finds room), a table that did not fit (rows, rules
+	 * or slots; its code uses frame pointers until a retry fits) */
+	uint64_t procs_full;
+	uint64_t tables_full;
 };
 void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st);
 

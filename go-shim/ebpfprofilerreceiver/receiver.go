@@ -210,7 +210,9 @@ func (r *profilesReceiver) shutdown(ctx context.Context) error {
 	}
 	if st, err := r.prof.Stats(); err == nil {
 		fields = append(fields, zap.Uint64("samples", st.Samples), zap.Uint64("lost", st.Lost),
-			zap.Uint64("dropped", st.Dropped), zap.Uint64("unsymbolized_frames", st.Unsymbolized))
+			zap.Uint64("dropped", st.Dropped), zap.Uint64("unsymbolized_frames", st.Unsymbolized),
+			zap.Uint64("unwind_procs_full", st.UnwindProcsFull),
+			zap.Uint64("unwind_tables_full", st.UnwindTablesFull))
 	}
 	r.set.Logger.Info("eBPF profiler stopped", fields...)
 	r.prof.Close()

@@ -300,6 +300,12 @@ static int cmd_record(int argc, char **argv)
 			prog, (unsigned long long)st.samples, (unsigned long long)st.lost,
 			(unsigned long long)st.dropped, (unsigned long long)st.processes,
 			strcmp(output, "-") ? output : "stdout");
+	if (verbosity >= OTELPROF_LOG_WARN && (st.unwind_procs_full || st.unwind_tables_full))
+		fprintf(stderr,
+			"%s: unwinder maps full: %llu process and %llu table loads did not fit; "
+			"their stacks were walked by frame pointers and may be short\n",
+			prog, (unsigned long long)st.unwind_procs_full,
+			(unsigned long long)st.unwind_tables_full);
 	rc = 0;
 cleanup:
 	otelprof_buf_free(buf);

@@ -342,3 +342,76 @@ func rssBoundKiB(t *testing.T, mib int64) int64 {
 	}
 	return mib * 1024
 }
+
+var mapsFullRe = regexp.MustCompile(`unwinder maps full: (\d+) process and (\d+) table loads did not fit`)
+
+// TestReliabilityUnwindMapFull: the unwinder's per-process BPF map holds fewer processes than
+// are profiled (OTELPROF_UNWIND_MAX_PROCS=2 against 4 targets built without frame pointers).
+// The recording still succeeds, every target keeps its samples, the two processes that fit
+// have complete stacks, the others are degraded to frame-pointer stacks, and the shortfall is
+// counted and reported — never silent. When a process that fit exits, one that did not takes
+// its room within the retry period (its later stacks are complete). A bad value of the knob
+// is refused by name.
+func TestReliabilityUnwindMapFull(t *testing.T) {
+	requireRoot(t)
+	t.Setenv("OTELPROF_UNWIND_MAX_PROCS", "2")
+	var ws []*exec.Cmd
+	args := []string{"--frequency", "499", "--duration", "7"}
+	for i := 0; i < 4; i++ {
+		w := startWorkload(t, "cfi_recurse-nofp", "30")
+		ws = append(ws, w)
+		// targets are loaded in --pid order: the first two fit
+		args = append(args, "--pid", strconv.Itoa(w.Process.Pid))
+	}
+	time.Sleep(300 * time.Millisecond)
+	// the first target exits 2.5 s into the recording, freeing its entry
+	killer := time.AfterFunc(2500*time.Millisecond, func() { ws[0].Process.Kill() })
+	defer killer.Stop()
+	p, st, stderr := recordStats(t, args...)
+	m := mapsFullRe.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no 'unwinder maps full' line with 4 targets and room for 2: the shortfall must be reported; stderr: %s", stderr)
+	}
+	procsFull, _ := strconv.Atoi(m[1])
+	if procsFull < 2 {
+		t.Errorf("%d process loads reported as not fitting, want >= 2 (two targets had no room)", procsFull)
+	}
+	if !strings.Contains(stderr, "OTELPROF_UNWIND_MAX_PROCS") {
+		t.Errorf("the warning does not name OTELPROF_UNWIND_MAX_PROCS, the way to raise the limit: %s", stderr)
+	}
+	pct := make([]float64, len(ws))
+	for i, w := range ws {
+		ss := samplesOf(p, w.Process.Pid)
+		n := total(ss)
+		pct[i] = completeShare(t, ss, recurseComplete)
+		t.Logf("target %d (pid %d): %d samples, %.1f%% complete", i, w.Process.Pid, n, pct[i])
+		minimum := int64(300)
+		if i == 0 {
+			minimum = 75 // killed after 2.5 s
+		}
+		if n < minimum {
+			t.Errorf("target %d: %d samples: a process without room in the map must still be sampled", i, n)
+		}
+	}
+	if pct[0] < 99 || pct[1] < 99 {
+		t.Errorf("the two targets that fit: %.1f%% and %.1f%% complete, want >= 99%%", pct[0], pct[1])
+	}
+	// after the exit one late target moves in (partly complete), the other stays degraded
+	lo, hi := pct[2], pct[3]
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	if lo > 1 || hi < 20 || hi > 90 {
+		t.Errorf("late targets %.1f%% and %.1f%% complete: want one degraded (~0%%) and one that got the freed room after ~3.5 s of 7 (20-90%%)", pct[2], pct[3])
+	}
+	if st.lost+st.dropped > st.samples/100 {
+		t.Errorf("%d lost and %d dropped of %d samples", st.lost, st.dropped, st.samples)
+	}
+
+	t.Setenv("OTELPROF_UNWIND_MAX_PROCS", "zero")
+	r := run(t, time.Minute, buildPath(t, "otelprof"), "record", "--duration", "1",
+		"--output", filepath.Join(t.TempDir(), "bad.pb.gz"))
+	if r.code == 0 || !strings.Contains(r.stderr, "OTELPROF_UNWIND_MAX_PROCS=zero") {
+		t.Errorf("OTELPROF_UNWIND_MAX_PROCS=zero: exit %d, stderr %q; want a failure naming the variable", r.code, r.stderr)
+	}
+}

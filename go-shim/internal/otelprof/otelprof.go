@@ -58,6 +58,10 @@ type Stats struct {
 	UnwindTableBytes uint64
 	// UnwindErrors maps otelprof_unwind_error_name() to its non-zero counter.
 	UnwindErrors map[string]uint64
+	// UnwindProcsFull and UnwindTablesFull count processes and unwind tables the BPF maps
+	// had no room for (their stacks fall back to frame pointers).
+	UnwindProcsFull  uint64
+	UnwindTablesFull uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.

@@ -191,6 +191,8 @@ func (p *Profiler) Stats() (Stats, error) {
 		Unsymbolized:     uint64(st.unsymbolized),
 		UnwindTableBytes: uint64(st.unwind_table_bytes),
 		UnwindErrors:     map[string]uint64{},
+		UnwindProcsFull:  uint64(st.unwind_procs_full),
+		UnwindTablesFull: uint64(st.unwind_tables_full),
 	}
 	for i := 1; i < C.OTELPROF_UNWIND_ERROR_MAX; i++ {
 		if n := uint64(st.unwind_errors[i]); n != 0 {
