@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cfi.h"
+#include "gopclntab.h"
 
 /* DW_EH_PE_* pointer encodings */
 #define PE_ABSPTR   0x00
@@ -1088,14 +1089,58 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 	return -ENOENT;
 }
 
+/*
+ * Go SP deltas taken as real: reflectcall's runtime.call1073741824 has a 1 GiB frame, and
+ * syscall.rawVforkSyscall pops its own return address (-8: CFA = rsp, as Go's .debug_frame
+ * says too). Anything else is a corrupt table.
+ */
+#define MIN_GO_SPDELTA (-8)
+#define MAX_GO_SPDELTA (INT32_MAX - 8)
+
+struct go_ctx {
+	struct builder *b;
+	size_t n_funcs;
+};
+
+/*
+ * One range of a Go function's SP-delta table: the return address is at rsp + spdelta, so
+ * CFA = rsp + spdelta + 8 and RA at CFA - 8; rbp is not described (Go's own .debug_frame
+ * does the same: the walk needs only rsp through Go frames).
+ */
+static int go_range(void *ctx, uint64_t lo, uint64_t hi, int32_t spdelta, bool entry)
+{
+	struct go_ctx *g = ctx;
+	struct op_unwind_rule r;
+	uint32_t rule;
+
+	memset(&r, 0, sizeof(r));
+	if (spdelta < MIN_GO_SPDELTA || spdelta > MAX_GO_SPDELTA) {
+		g->b->n_unsupported++;
+		rule = g->b->none_rule;
+	} else {
+		r.cfa_type = OP_CFA_RSP;
+		r.cfa_off = spdelta + 8;
+		r.rbp_type = OP_REG_SAME;
+		r.ra_type = OP_REG_AT_CFA;
+		r.ra_off = -8;
+		rule = intern_rule(g->b, &r);
+	}
+	g->n_funcs += entry;
+	push_row(g->b, lo, rule, false);
+	push_row(g->b, hi, g->b->none_rule, true);
+	return g->b->oom ? -ENOMEM : 0;
+}
+
 static int compile_elf(Elf *elf, struct op_cfi_table **out)
 {
 	struct builder b;
 	struct section sec;
 	struct op_unwind_rule none;
-	enum op_cfi_source src;
+	struct op_gopcln *go;
+	enum op_cfi_source src = OP_CFI_EH_FRAME;
 	size_t n_fdes = 0;
-	int err;
+	bool eh;
+	int err = 0;
 
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64)
 		return -EINVAL;
@@ -1106,15 +1151,29 @@ static int compile_elf(Elf *elf, struct op_cfi_table **out)
 	if (b.oom)
 		return -ENOMEM;
 
-	if (get_section(elf, ".eh_frame", &sec, NULL) == 0 || eh_frame_from_hdr(elf, &sec) == 0) {
-		src = OP_CFI_EH_FRAME;
+	/*
+	 * Go code is described by .gopclntab, which every Go binary keeps (also with -s -w,
+	 * which drops .debug_frame, Go's only CFI); .eh_frame then covers the C parts of a cgo
+	 * binary (external linking puts Go's CFI in .debug_frame next to it, never read).
+	 */
+	go = op_gopcln_open_mem(elf);
+	eh = get_section(elf, ".eh_frame", &sec, NULL) == 0 || eh_frame_from_hdr(elf, &sec) == 0;
+	if (eh) {
 		err = compile_section(&b, &sec, true, &n_fdes);
-	} else if (get_section(elf, ".debug_frame", &sec, NULL) == 0) {
+	} else if (!go && get_section(elf, ".debug_frame", &sec, NULL) == 0) {
 		src = OP_CFI_DEBUG_FRAME;
 		err = compile_section(&b, &sec, false, &n_fdes);
-	} else {
+	} else if (!go) {
 		err = -ENOENT;
 	}
+	if (go && !err) {
+		struct go_ctx g = { .b = &b };
+
+		err = op_gopcln_spdeltas(go, go_range, &g);
+		n_fdes += g.n_funcs;
+		src = OP_CFI_GOPCLNTAB;
+	}
+	op_gopcln_free(go);
 	if (!err)
 		err = finish(&b, src, n_fdes, out);
 	free(b.rows);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CFI table compiler: reads a binary's .eh_frame (found through the section table, else
- * through PT_GNU_EH_FRAME and .eh_frame_hdr) or, without one, its .debug_frame; runs every
+ * through PT_GNU_EH_FRAME and .eh_frame_hdr) or, without one, its .debug_frame, and a Go
+ * binary's .gopclntab SP-delta tables (gopclntab.c); runs every
  * FDE's CFA program and emits compact rows (bpf/unwind_step.h): sorted by address, identical
  * neighbours merged, rules deduplicated, gaps between FDEs marked "not covered".
  *
@@ -23,6 +24,7 @@
 enum op_cfi_source {
 	OP_CFI_EH_FRAME = 1,
 	OP_CFI_DEBUG_FRAME = 2,
+	OP_CFI_GOPCLNTAB = 3, /* Go SP-delta tables (+ .eh_frame for a cgo binary's C code) */
 };
 
 struct op_cfi_table {

@@ -30,7 +30,8 @@
 #define MAX_PCLNTAB (1u << 30)
 
 struct op_gopcln {
-	int fd;		   /* the file, dup()ed */
+	const uint8_t *mem; /* the table in an ELF image that outlives this (op_gopcln_open_mem) */
+	int fd;		   /* else the file, dup()ed */
 	uint64_t file_off; /* of the pclntab in the file */
 	uint8_t *ftab;	   /* copy of the function table: (nfunc + 1) * 8 bytes */
 	size_t size;
@@ -48,6 +49,10 @@ static bool rd(const struct op_gopcln *g, uint64_t off, void *buf, size_t len)
 
 	if (off > g->size || g->size - off < len)
 		return false;
+	if (g->mem) {
+		memcpy(buf, g->mem + off, len);
+		return true;
+	}
 	if (g->ftab && off >= g->functab && off - g->functab + len <= (g->nfunc + 1) * 8) {
 		memcpy(buf, g->ftab + (off - g->functab), len);
 		return true;
@@ -144,50 +149,81 @@ static Elf_Scn *section(Elf *elf, const char *want, GElf_Shdr *out)
 	return NULL;
 }
 
-struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
+/* The pclntab of @elf: its bytes in the ELF image, file offset and address; NULL if none. */
+static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uint64_t *vaddr)
 {
-	struct op_gopcln *g;
-	GElf_Shdr sh, text;
+	GElf_Shdr sh;
 	Elf_Scn *scn;
-	Elf_Data *d = NULL;
-	const uint8_t *base = NULL;
-	size_t size = 0;
-	uint8_t ps;
+	Elf_Data *d;
 
 	scn = section(elf, ".gopclntab", &sh);
 	if (scn && sh.sh_type != SHT_NOBITS) {
 		d = elf_rawdata(scn, NULL);
 		if (d && d->d_buf && header_ok(d->d_buf, d->d_size)) {
-			base = d->d_buf;
-			size = d->d_size;
+			*size = d->d_size;
+			*file_off = sh.sh_offset;
+			*vaddr = sh.sh_addr;
+			return d->d_buf;
 		}
 	}
-	if (!base) {
-		/* PIE/external linking can fold it into .data.rel.ro: find the header */
-		scn = section(elf, ".data.rel.ro", &sh);
-		d = scn && sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
-		if (d && d->d_buf) {
-			size_t off;
+	/* PIE/external linking can fold it into .data.rel.ro: find the header */
+	scn = section(elf, ".data.rel.ro", &sh);
+	d = scn && sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
+	if (d && d->d_buf) {
+		for (size_t off = 0; off + 72 <= d->d_size; off += 8)
+			if (header_ok((uint8_t *)d->d_buf + off, d->d_size - off)) {
+				*size = d->d_size - off;
+				*file_off = sh.sh_offset + off;
+				*vaddr = sh.sh_addr + off;
+				return (uint8_t *)d->d_buf + off;
+			}
+	}
+	return NULL;
+}
 
-			for (off = 0; off + 72 <= d->d_size; off += 8)
-				if (header_ok((uint8_t *)d->d_buf + off, d->d_size - off)) {
-					base = (uint8_t *)d->d_buf + off;
-					size = d->d_size - off;
-					break;
-				}
+/*
+ * runtime.text when the header's textStart is 0 (Go leaves it to the loader): the module data
+ * (runtime/symtab.go moduledata) starts with a pointer to the pclntab header, followed by six
+ * slices, findfunctab, minpc, maxpc, text, etext. Found by that pointer in an allocated data
+ * section and accepted only when text <= minpc and the functions (@code_len bytes from text)
+ * end by etext. 0 when not found.
+ */
+static uint64_t moduledata_text(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 24 * 8)
+			continue;
+		for (size_t off = 0; off + 24 * 8 <= d->d_size; off += 8) {
+			uint64_t w[24];
+
+			memcpy(&w[0], (uint8_t *)d->d_buf + off, 8);
+			if (w[0] != pcln_vaddr)
+				continue;
+			memcpy(w, (uint8_t *)d->d_buf + off, sizeof(w));
+			if (w[22] && w[22] <= w[20] && w[22] + code_len <= w[23])
+				return w[22];
 		}
 	}
-	if (!base || size > MAX_PCLNTAB)
-		return NULL;
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	g->fd = f->fd >= 0 ? dup(f->fd) : -1;
-	if (g->fd < 0) {
-		free(g);
-		return NULL;
-	}
-	g->file_off = sh.sh_offset + (uint64_t)(base - (const uint8_t *)d->d_buf);
+	return 0;
+}
+
+/* Header fields of the table at @base (header_ok() checked); false when inconsistent. */
+static bool parse_header(struct op_gopcln *g, Elf *elf, const uint8_t *base, size_t size,
+			 uint64_t vaddr)
+{
+	GElf_Shdr text;
+	uint32_t code_len;
+	uint8_t ps;
+
 	g->size = size;
 	memcpy(&g->magic, base, 4);
 	g->minlc = base[6];
@@ -199,10 +235,39 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 	g->filetab = rdptr(base + 8 + 5 * ps, ps);
 	g->pctab = rdptr(base + 8 + 6 * ps, ps);
 	g->functab = rdptr(base + 8 + 7 * ps, ps);
+	if (g->functab >= size || !g->nfunc || g->nfunc >= (size - g->functab) / 8 ||
+	    g->funcname >= size || g->pctab >= size)
+		return false;
+	/* textStart is filled in at run time: the module data knows it (external linking puts
+	 * C code first in .text), else Go's code starts .text */
+	memcpy(&code_len, base + g->functab + g->nfunc * 8, 4);
+	if (!g->text && ps == 8)
+		g->text = moduledata_text(elf, vaddr, code_len);
 	if (!g->text && section(elf, ".text", &text))
-		g->text = text.sh_addr; /* textStart is filled in at run time */
-	if (g->functab >= size || g->nfunc == 0 || g->nfunc >= (size - g->functab) / 8 ||
-	    g->funcname >= size || g->pctab >= size) {
+		g->text = text.sh_addr;
+	return true;
+}
+
+struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
+{
+	struct op_gopcln *g;
+	const uint8_t *base;
+	size_t size = 0;
+	uint64_t file_off = 0, vaddr = 0;
+
+	base = find_table(elf, &size, &file_off, &vaddr);
+	if (!base || size > MAX_PCLNTAB)
+		return NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->fd = f->fd >= 0 ? dup(f->fd) : -1;
+	if (g->fd < 0) {
+		free(g);
+		return NULL;
+	}
+	g->file_off = file_off;
+	if (!parse_header(g, elf, base, size, vaddr)) {
 		op_debug("malformed .gopclntab in %s", f->path ? f->path : "?");
 		op_gopcln_free(g);
 		return NULL;
@@ -216,13 +281,35 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 	return g;
 }
 
+struct op_gopcln *op_gopcln_open_mem(Elf *elf)
+{
+	struct op_gopcln *g;
+	const uint8_t *base;
+	size_t size = 0;
+	uint64_t file_off = 0, vaddr = 0;
+
+	base = find_table(elf, &size, &file_off, &vaddr);
+	if (!base || size > MAX_PCLNTAB)
+		return NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->fd = -1;
+	g->mem = base;
+	if (!parse_header(g, elf, base, size, vaddr)) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
 void op_gopcln_free(struct op_gopcln *g)
 {
 	if (!g)
 		return;
 	if (g->fd >= 0)
 		close(g->fd);
-	free(g->ftab);
+	free(g->ftab); /* NULL for op_gopcln_open_mem() */
 	free(g);
 }
 
@@ -372,5 +459,54 @@ int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc, struct
 		.start_line = (int32_t)startline > 0 ? (int32_t)startline : 0,
 	};
 	out->n = 1;
+	return 0;
+}
+
+int op_gopcln_spdeltas(struct op_gopcln *g,
+		       int (*fn)(void *ctx, uint64_t lo, uint64_t hi, int32_t spdelta, bool entry),
+		       void *ctx)
+{
+	uint32_t end;
+
+	if (!g || !rd32(g, g->functab + g->nfunc * 8, &end))
+		return -ENOENT;
+	for (uint64_t i = 0; i < g->nfunc; i++) {
+		uint32_t e, funcoff, next, rec[5];
+		struct reader r = { .g = g };
+		uint64_t pc, fend;
+		int32_t val = -1;
+		bool first = true;
+
+		if (!rd32(g, g->functab + i * 8, &e) || !rd32(g, g->functab + i * 8 + 4, &funcoff) ||
+		    !rd32(g, g->functab + (i + 1) * 8, &next) || next < e || next > end)
+			return -EINVAL;
+		/* _func: entryOff, nameOff, args, deferreturn, pcsp, ... */
+		if (!rd(g, g->functab + funcoff, rec, sizeof(rec)) || !rec[4])
+			continue; /* no SP table (should not happen): left uncovered */
+		pc = g->text + e;
+		fend = g->text + next;
+		r.off = g->pctab + rec[4];
+		/* pairs (value delta, pc delta) until a zero value delta after the first; each
+		 * value holds up to the pc after its delta. Bounded by the function's extent. */
+		while (pc < fend) {
+			uint32_t uv, pcd;
+			uint64_t hi;
+			int err;
+
+			if (!varint(&r, &uv) || (uv == 0 && !first))
+				break;
+			first = false;
+			val += (uv & 1) ? -(int32_t)((uv >> 1) + 1) : (int32_t)(uv >> 1);
+			if (!varint(&r, &pcd) || !pcd)
+				break;
+			hi = pc + (uint64_t)pcd * g->minlc;
+			if (hi > fend)
+				hi = fend;
+			err = fn(ctx, pc, hi, val, pc == g->text + e);
+			if (err)
+				return err;
+			pc = hi;
+		}
+	}
 	return 0;
 }

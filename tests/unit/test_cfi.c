@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cfi.h"
@@ -354,6 +355,103 @@ static const char *libc_path(void)
 	return path[0] ? path : NULL;
 }
 
+static const char *go_src = "package main\n"
+			    "\n"
+			    "import \"fmt\"\n"
+			    "\n"
+			    "//go:noinline\n"
+			    "func leaf(n int) int {\n"
+			    "	s := 0\n"
+			    "	for i := 0; i < n; i++ {\n"
+			    "		s += i * i\n"
+			    "	}\n"
+			    "	return s\n"
+			    "}\n"
+			    "\n"
+			    "func main() { fmt.Println(leaf(10)) }\n";
+
+/* Same rows and rules, entry by entry. */
+static bool same_table(const struct op_cfi_table *a, const struct op_cfi_table *b)
+{
+	return a->base == b->base && a->n_rows == b->n_rows && a->n_rules == b->n_rules &&
+	       !memcmp(a->rows, b->rows, a->n_rows * sizeof(*a->rows)) &&
+	       !memcmp(a->rules, b->rules, a->n_rules * sizeof(*a->rules));
+}
+
+/*
+ * Go: rows from .gopclntab's SP-delta tables must say what Go's own .debug_frame says at
+ * every row readelf prints; -s -w (no .debug_frame left) must give the very same table;
+ * an externally linked cgo binary must be covered by .eh_frame (C) and .gopclntab (Go).
+ */
+static void check_go(const char *tmp)
+{
+	char cmd[2048], path[512], dir[300];
+	struct op_cfi_table *full = NULL, *t = NULL;
+	struct cmp_stats st = { 0 };
+	FILE *f;
+
+	if (!have("go")) {
+		printf("note: no go toolchain, Go part skipped\n");
+		return;
+	}
+	/* a directory of its own: go build refuses the C files next door */
+	snprintf(dir, sizeof(dir), "%s/go", tmp);
+	REQUIRE(mkdir(dir, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/main.go", dir);
+	f = fopen(path, "w");
+	REQUIRE(f);
+	fputs(go_src, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && printf 'module cfigo\\ngo 1.20\\n' > go.mod && "
+		 "export GOFLAGS=-mod=mod GOTOOLCHAIN=local && "
+		 "{ [ -n \"$HOME\" ] || export HOME='%s' GOCACHE='%s/cache'; } && "
+		 "CGO_ENABLED=0 go build -o gofull . && "
+		 "CGO_ENABLED=0 go build -ldflags='-s -w' -o gostripped . && "
+		 "CGO_ENABLED=1 go build -ldflags=-linkmode=external -o gocgo . >/dev/null 2>&1",
+		 dir, tmp, tmp);
+	if (system(cmd)) {
+		fprintf(stderr, "go build failed: %s\n", cmd);
+		CHECK(!"go build");
+		return;
+	}
+
+	snprintf(path, sizeof(path), "%s/gofull", dir);
+	REQUIRE(op_cfi_compile_path(path, &full) == 0);
+	CHECK_EQ(full->source, OP_CFI_GOPCLNTAB);
+	CHECK_EQ(compare_with_readelf(path, ".debug_frame", full, &st), 0);
+	CHECK(st.rows > 1000);
+	CHECK_EQ(st.mismatches, 0);
+	CHECK_EQ(full->n_unsupported, 0);
+	CHECK_EQ(full->n_fdes, st.fdes);
+	check_gaps(full, &st, path);
+	printf("%s (.gopclntab vs .debug_frame): %zu functions, %zu readelf rows, %zu rows, "
+	       "%zu rules, %zu mismatches\n",
+	       path, full->n_fdes, st.rows, full->n_rows, full->n_rules, st.mismatches);
+	free(st.fde);
+
+	snprintf(path, sizeof(path), "%s/gostripped", dir);
+	REQUIRE(op_cfi_compile_path(path, &t) == 0);
+	CHECK_EQ(t->source, OP_CFI_GOPCLNTAB);
+	CHECK(same_table(full, t));
+	op_cfi_table_free(t);
+
+	memset(&st, 0, sizeof(st));
+	snprintf(path, sizeof(path), "%s/gocgo", dir);
+	REQUIRE(op_cfi_compile_path(path, &t) == 0);
+	CHECK_EQ(t->source, OP_CFI_GOPCLNTAB);
+	CHECK_EQ(compare_with_readelf(path, ".eh_frame", t, &st), 0);
+	CHECK_EQ(compare_with_readelf(path, ".debug_frame", t, &st), 0);
+	CHECK_EQ(st.mismatches, 0);
+	check_gaps(t, &st, path);
+	printf("%s (.eh_frame + .gopclntab vs .eh_frame + .debug_frame): %zu readelf rows, "
+	       "%zu rows, %zu mismatches\n",
+	       path, st.rows, t->n_rows, st.mismatches);
+	free(st.fde);
+	op_cfi_table_free(t);
+	op_cfi_table_free(full);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_cfi.XXXXXX", src[256], bin[256];
@@ -456,6 +554,8 @@ int main(void)
 		op_cfi_table_free(t);
 		free(py);
 	}
+
+	check_go(dir);
 
 	/* a file without CFI */
 	snprintf(bin, sizeof(bin), "%s/prog.c", dir);
