@@ -323,6 +323,35 @@ def deep_accuracy(samples, pid):
     return {"samples": total, "complete_pct": 100.0 * ok / total, "median_recurse_frames": depth}
 
 
+GO_CHAIN = ["main.goLeaf", "main.goMid", "main.main", "runtime.main"]
+
+
+def go_accuracy(samples, pid):
+    """bench/go built with -s -w: samples in goLeaf whose stack holds goMid (the frameless
+    leaf's caller), main.main and runtime.main, by name."""
+    mine = [s for s in samples if s["pid"] == pid]
+    total = sum(s["count"] for s in mine)
+    leaf = [s for s in mine if GO_CHAIN[0] in s["names"]]
+    hot = sum(s["count"] for s in leaf)
+    ok = sum(s["count"] for s in leaf if ordered_contains(s["names"], GO_CHAIN))
+    return {"samples": total, "leaf_samples": hot,
+            "complete_pct": 100.0 * ok / hot if hot else (0.0 if total else None)}
+
+
+def go_workload():
+    """Build bench/go stripped (-s -w) into the bench directory; (path, None) or (None, why)."""
+    out = os.path.join(BB, "bench_go")
+    src = os.path.join(ROOT, "bench", "go")
+    if not shutil.which("go"):
+        return None, "no go toolchain"
+    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    r = subprocess.run(["go", "build", "-ldflags=-s -w", "-o", out, "."], cwd=src, env=env,
+                       capture_output=True, text=True)
+    if r.returncode:
+        return None, "go build failed: " + r.stderr[-300:]
+    return out, None
+
+
 def spawn_accuracy(samples, parent_pid, child_cpu_s, hz):
     mine = [s for s in samples if s["pid"] != parent_pid and "child_work" in s["names"]]
     got = sum(s["count"] for s in mine)
@@ -669,6 +698,8 @@ def measured_session(prof, hz, workdir, tag, stages, window, idle=None):
                 res["accuracy"][name] = deep_accuracy(samples, wpid)
             elif name == "spawn":
                 res["accuracy"][name] = spawn_accuracy(samples, wpid, kv.get("child_cpu", 0), hz)
+            elif name == "go-stripped":
+                res["accuracy"][name] = go_accuracy(samples, wpid)
         res["backend_symbolized_frames"] = sum(
             1 for s in samples for f in s.get("frames", []) if f.get("backend_symbolized"))
     return res
@@ -755,6 +786,9 @@ def main():
         if not QUICK:
             step(None, 0, "busy", [[("ratio", ratio())]], T_BUSY)
     rep = 0
+    gobin, why = go_workload()
+    if why:
+        log(f"Go row skipped: {why}")
     for p in profs:
         step(p, 20, "idle", [], T_IDLE,
              idle=[("idle", [os.path.join(WL, "bench_idle"), "600", str(SLEEPERS)])])
@@ -763,7 +797,7 @@ def main():
             [("ratio-threads", ratio("", THREADS, T_EXTRA))],
             [("deep", [os.path.join(WL, "bench_deep"), str(T_EXTRA), str(DEEP)])],
             [("spawn", [os.path.join(WL, "bench_spawn"), str(T_EXTRA), "20"])],
-        ], T_EXTRA)
+        ] + ([[("go-stripped", [gobin, str(T_EXTRA)])]] if gobin else []), T_EXTRA)
 
     report = summarize(runs, all_profs, skipped)
     with open(os.path.join(RESULTS, "latest.json"), "w") as f:
@@ -827,7 +861,7 @@ def summarize(runs, profs, skipped):
             row[f"ratio_share_error_{hz}hz_pts"] = median([a.get("share_error_pts") for a in acc])
             row[f"ratio_complete_{hz}hz_pct"] = median([a.get("complete_pct") for a in acc])
             row[f"ratio_captured_{hz}hz_pct"] = median([a.get("captured_pct") for a in acc])
-        for key in ("ratio-nofp", "ratio-threads", "deep", "spawn"):
+        for key in ("ratio-nofp", "ratio-threads", "deep", "spawn", "go-stripped"):
             acc = [r["accuracy"].get(key, {}) for r in mixed]
             k = key.replace("-", "_")
             if key.startswith("ratio"):
@@ -892,6 +926,7 @@ ROWS = [
     ("deep_complete_pct", f"Complete stacks, {DEEP}-deep recursion (%)", "{:.1f}", "high"),
     ("spawn_captured_pct", "Short-lived processes: CPU captured (%)", "{:.0f}", "100"),
     ("spawn_complete_pct", "Short-lived processes: complete stacks (%)", "{:.1f}", "high"),
+    ("go_stripped_complete_pct", "Complete stacks, Go built with -s -w (%)", "{:.1f}", "high"),
 ]
 
 
@@ -1051,6 +1086,9 @@ def render(rep):
   bench_ratio-nofp ({NCPU} threads, built with -fomit-frame-pointer), bench_ratio with {THREADS}
   threads, bench_deep, bench_spawn (fork+exec of children that burn 20 ms of CPU).
   Short-lived CPU captured = samples in child_work / (children's CPU seconds × frequency).
+  Then bench/go built with `-ldflags="-s -w"` (no symbols, DWARF or .debug_frame): complete =
+  samples in main.goLeaf (a frameless leaf) whose stack names main.goMid → main.main →
+  runtime.main; perf has nothing to name a stripped Go binary with, so it scores 0 there.
 - Native frames the upstream profiler sends unsymbolized (it leaves that to a backend) are
   symbolized by the harness from the workload binaries' symbol tables ({nsym} frames on
   this run).

@@ -1,0 +1,3 @@
+module otelprof/benchgo
+
+go 1.21
