@@ -40,6 +40,8 @@ struct op_gopcln {
 	uint64_t nfunc;
 	uint64_t text;
 	uint64_t funcname, cutab, filetab, pctab, functab;
+	/* go:func.* (funcdata such as inline trees) in the file, when the module data was found */
+	uint64_t gofunc_off, gofunc_len;
 };
 
 /* @len bytes at pclntab offset @off, all inside the table. */
@@ -181,14 +183,22 @@ static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uin
 	return NULL;
 }
 
+/* moduledata word indices (Go 1.20+: pcHeader, six slices, findfunctab, minpc, maxpc, text,
+ * etext, noptrdata..enoptrbss, covctrs, ecovctrs, end, gcdata, gcbss, types, etypes, rodata,
+ * gofunc) */
+#define MD_MINPC  20
+#define MD_TEXT	  22
+#define MD_ETEXT  23
+#define MD_GOFUNC 40
+#define MD_WORDS  41
+
 /*
- * runtime.text when the header's textStart is 0 (Go leaves it to the loader): the module data
- * (runtime/symtab.go moduledata) starts with a pointer to the pclntab header, followed by six
- * slices, findfunctab, minpc, maxpc, text, etext. Found by that pointer in an allocated data
- * section and accepted only when text <= minpc and the functions (@code_len bytes from text)
- * end by etext. 0 when not found.
+ * The module data (runtime/symtab.go moduledata) of the pclntab at @pcln_vaddr: it starts with
+ * a pointer to the pclntab header. Found in an allocated data section and accepted only when
+ * text <= minpc and the functions (@code_len bytes from text) end by etext. False if none.
  */
-static uint64_t moduledata_text(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len)
+static bool find_moduledata(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len,
+			    uint64_t w[MD_WORDS])
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -200,20 +210,37 @@ static uint64_t moduledata_text(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len
 		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
 			continue;
 		d = elf_rawdata(scn, NULL);
-		if (!d || !d->d_buf || d->d_size < 24 * 8)
+		if (!d || !d->d_buf || d->d_size < MD_WORDS * 8)
 			continue;
-		for (size_t off = 0; off + 24 * 8 <= d->d_size; off += 8) {
-			uint64_t w[24];
-
+		for (size_t off = 0; off + MD_WORDS * 8 <= d->d_size; off += 8) {
 			memcpy(&w[0], (uint8_t *)d->d_buf + off, 8);
 			if (w[0] != pcln_vaddr)
 				continue;
-			memcpy(w, (uint8_t *)d->d_buf + off, sizeof(w));
-			if (w[22] && w[22] <= w[20] && w[22] + code_len <= w[23])
-				return w[22];
+			memcpy(w, (uint8_t *)d->d_buf + off, MD_WORDS * 8);
+			if (w[MD_TEXT] && w[MD_TEXT] <= w[MD_MINPC] &&
+			    w[MD_TEXT] + code_len <= w[MD_ETEXT])
+				return true;
 		}
 	}
-	return 0;
+	return false;
+}
+
+/* File extent of go:func.* at @vaddr: inside an allocated, file-backed, non-code section. */
+static void set_gofunc(struct op_gopcln *g, Elf *elf, uint64_t vaddr)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		if (vaddr >= sh.sh_addr && vaddr - sh.sh_addr < sh.sh_size) {
+			g->gofunc_off = sh.sh_offset + (vaddr - sh.sh_addr);
+			g->gofunc_len = sh.sh_size - (vaddr - sh.sh_addr);
+			return;
+		}
+	}
 }
 
 /* Header fields of the table at @base (header_ok() checked); false when inconsistent. */
@@ -221,6 +248,7 @@ static bool parse_header(struct op_gopcln *g, Elf *elf, const uint8_t *base, siz
 			 uint64_t vaddr)
 {
 	GElf_Shdr text;
+	uint64_t md[MD_WORDS];
 	uint32_t code_len;
 	uint8_t ps;
 
@@ -241,8 +269,12 @@ static bool parse_header(struct op_gopcln *g, Elf *elf, const uint8_t *base, siz
 	/* textStart is filled in at run time: the module data knows it (external linking puts
 	 * C code first in .text), else Go's code starts .text */
 	memcpy(&code_len, base + g->functab + g->nfunc * 8, 4);
-	if (!g->text && ps == 8)
-		g->text = moduledata_text(elf, vaddr, code_len);
+	if (ps == 8 && find_moduledata(elf, vaddr, code_len, md)) {
+		if (!g->text)
+			g->text = md[MD_TEXT];
+		if (g->magic == GO120_MAGIC && md[MD_TEXT] == g->text)
+			set_gofunc(g, elf, md[MD_GOFUNC]);
+	}
 	if (!g->text && section(elf, ".text", &text))
 		g->text = text.sh_addr;
 	return true;
@@ -394,12 +426,43 @@ static bool pcvalue(const struct op_gopcln *g, uint32_t tab_off, uint64_t entry,
 	return false;
 }
 
+/* @len bytes at offset @off of go:func.* (funcdata), read from the file. */
+static bool rd_gofunc(const struct op_gopcln *g, uint64_t off, void *buf, size_t len)
+{
+	if (g->fd < 0 || !g->gofunc_len || off > g->gofunc_len || g->gofunc_len - off < len)
+		return false;
+	return pread(g->fd, buf, len, (off_t)(g->gofunc_off + off)) == (ssize_t)len;
+}
+
+/* File and line of @pc in the function at @entry (pcfile/pcln tables of its _func). */
+static void file_line(struct op_gopcln *g, struct op_file *f, uint64_t entry, uint64_t pc,
+		      uint32_t pcfile, uint32_t pcln, uint32_t cuoff, struct op_sym_line *l)
+{
+	int32_t fileno, line;
+
+	l->file = NULL;
+	l->line = pcvalue(g, pcln, entry, pc, &line) && line > 0 ? line : 0;
+	if (pcvalue(g, pcfile, entry, pc, &fileno) && fileno >= 0) {
+		uint32_t foff;
+
+		if (rd32(g, g->cutab + ((uint64_t)cuoff + (uint64_t)fileno) * 4, &foff) &&
+		    foff != UINT32_MAX)
+			l->file = cstr(g, f, g->filetab + foff);
+	}
+}
+
+/* Go 1.20+ table indices: PCDATA_InlTreeIndex, FUNCDATA_InlTree (runtime/symtab.go) */
+#define PCDATA_INLTREE	 2
+#define FUNCDATA_INLTREE 3
+
 int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc, struct op_sym_result *out)
 {
-	uint64_t rel, lo = 0, hi, fo, i;
-	uint32_t e, funcoff, end, nameoff, pcfile, pcln, cuoff, startline = 0;
-	int32_t fileno, line;
-	const char *name, *file = NULL;
+	uint64_t rel, lo = 0, hi, fo, i, entry;
+	uint32_t e, funcoff, end, nameoff, pcfile, pcln, cuoff, npcdata, startline = 0;
+	uint32_t inl_pcdata = 0, inl_funcdata = UINT32_MAX;
+	uint8_t nfuncdata = 0;
+	const char *name;
+	int32_t idx;
 
 	out->n = 0;
 	if (!g || pc < g->text)
@@ -424,42 +487,64 @@ int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc, struct
 	if (!rd32(g, g->functab + i * 8, &e) || !rd32(g, g->functab + i * 8 + 4, &funcoff))
 		return -ENOENT;
 	fo = g->functab + funcoff;
+	entry = g->text + e;
 	/* _func: entryOff, nameOff, args, deferreturn, pcsp, pcfile, pcln, npcdata,
-	 * cuOffset, startLine (1.20+) */
+	 * cuOffset, startLine (1.20+), funcID, flag, pad, nfuncdata; then pcdata[npcdata] and
+	 * funcdata[nfuncdata] offsets */
 	{
-		uint32_t rec[10];
+		uint32_t rec[11];
 
-		if (!rd(g, fo, rec, g->magic == GO120_MAGIC ? 40 : 36))
+		if (!rd(g, fo, rec, g->magic == GO120_MAGIC ? 44 : 36))
 			return -ENOENT;
 		nameoff = rec[1];
 		pcfile = rec[5];
 		pcln = rec[6];
+		npcdata = rec[7];
 		cuoff = rec[8];
-		if (g->magic == GO120_MAGIC)
+		if (g->magic == GO120_MAGIC) {
 			startline = rec[9];
+			nfuncdata = (uint8_t)(rec[10] >> 24);
+		}
 	}
 	name = cstr(g, f, g->funcname + nameoff);
 	if (!name)
 		return -ENOENT;
-	if (!pcvalue(g, pcln, g->text + e, pc, &line))
-		line = 0;
-	if (pcvalue(g, pcfile, g->text + e, pc, &fileno) && fileno >= 0) {
-		uint32_t foff;
-
-		if (rd32(g, g->cutab + ((uint64_t)cuoff + (uint64_t)fileno) * 4, &foff) &&
-		    foff != UINT32_MAX) {
-			file = cstr(g, f, g->filetab + foff);
-		}
+	if (g->gofunc_len && npcdata > PCDATA_INLTREE && nfuncdata > FUNCDATA_INLTREE &&
+	    npcdata < 1024) {
+		if (!rd32(g, fo + 44 + PCDATA_INLTREE * 4, &inl_pcdata) ||
+		    !rd32(g, fo + 44 + ((uint64_t)npcdata + FUNCDATA_INLTREE) * 4, &inl_funcdata))
+			inl_pcdata = 0;
 	}
-	out->lines[0] = (struct op_sym_line){
-		.name = name,
-		.system_name = name,
-		.file = file,
-		.line = line > 0 ? line : 0,
-		.start_line = (int32_t)startline > 0 ? (int32_t)startline : 0,
-	};
-	out->n = 1;
+	/* inlined calls at @pc, innermost first: each names the callee and the call site's pc */
+	while (inl_pcdata && inl_funcdata != UINT32_MAX && out->n < OP_MAX_INLINE - 1 &&
+	       pcvalue(g, inl_pcdata, entry, pc, &idx) && idx >= 0) {
+		/* inlinedCall: funcID u8, pad [3], nameOff i32, parentPc i32, startLine i32 */
+		int32_t ic[4];
+		struct op_sym_line *l = &out->lines[out->n];
+		const char *iname;
+
+		if (!rd_gofunc(g, (uint64_t)inl_funcdata + (uint64_t)idx * 16, ic, sizeof(ic)) ||
+		    ic[2] < 0 || !(iname = cstr(g, f, g->funcname + (uint32_t)ic[1])))
+			break;
+		file_line(g, f, entry, pc, pcfile, pcln, cuoff, l);
+		l->name = l->system_name = iname;
+		l->start_line = ic[3] > 0 ? ic[3] : 0;
+		out->n++;
+		if (entry + (uint64_t)ic[2] == pc)
+			break; /* a parent at the same pc would loop */
+		pc = entry + (uint64_t)ic[2];
+	}
+	file_line(g, f, entry, pc, pcfile, pcln, cuoff, &out->lines[out->n]);
+	out->lines[out->n].name = out->lines[out->n].system_name = name;
+	out->lines[out->n].start_line = (int32_t)startline > 0 ? (int32_t)startline : 0;
+	out->n++;
 	return 0;
+}
+
+/* Whether lookups can return inlined frames (Go 1.20+ inline trees were found). */
+bool op_gopcln_has_inline(const struct op_gopcln *g)
+{
+	return g && g->gofunc_len && g->fd >= 0;
 }
 
 int op_gopcln_spdeltas(struct op_gopcln *g,

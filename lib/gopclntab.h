@@ -22,9 +22,13 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f);
 struct op_gopcln *op_gopcln_open_mem(Elf *elf);
 void op_gopcln_free(struct op_gopcln *g);
 size_t op_gopcln_bytes(const struct op_gopcln *g);
-/* One frame for @pc (name, file, line, start line); 0 or -ENOENT. Strings interned in @f. */
+/*
+ * The frames at @pc, inlined calls first (name, file, line, start line), from the function
+ * table and, Go 1.20+, its inline tree; 0 or -ENOENT. Strings interned in @f.
+ */
 int op_gopcln_lookup(struct op_gopcln *g, struct op_file *f, uint64_t pc,
 		     struct op_sym_result *out);
+bool op_gopcln_has_inline(const struct op_gopcln *g);
 
 /*
  * Every function's SP-delta (pcsp) table as ranges: @fn(@ctx, lo, hi, spdelta, entry) for

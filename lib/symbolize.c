@@ -132,6 +132,22 @@ static void load_full(struct op_file *f)
 	/* the pool is already counted in f->bytes; count only its growth from here */
 	f->lazy_bytes = f->pool.bytes + f->cap_interned * sizeof(*f->interned);
 
+	/*
+	 * Go: .gopclntab gives what DWARF gives for Go code — names, files, lines, start lines and,
+	 * Go 1.20+, inlined calls (tests/unit/test_dwarf.c compares them address by address) — for
+	 * a fraction of the memory and time (an unstripped 17 MB binary: 36 MiB RSS and 174 ms to
+	 * the first address through DWARF). DWARF stays closed then; a cgo binary's C code is
+	 * named from its symbol table.
+	 */
+	if (f->is_go) {
+		elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+		if (elf) {
+			f->gopcln = op_gopcln_load(elf, f);
+			elf_end(elf);
+		}
+		if (op_gopcln_has_inline(f->gopcln))
+			return;
+	}
 	if (f->has_debug_info) {
 		dwarf_fd = f->fd;
 	} else if (f->build_id_gnu || f->debuglink) {
@@ -156,13 +172,6 @@ static void load_full(struct op_file *f)
 		elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 		if (elf) {
 			op_debugdata_symbols(f, elf);
-			elf_end(elf);
-		}
-	}
-	if (f->is_go) {
-		elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-		if (elf) {
-			f->gopcln = op_gopcln_load(elf, f);
 			elf_end(elf);
 		}
 	}
@@ -268,7 +277,7 @@ int op_file_has_inline_frames(struct op_file *f)
 		return 0;
 	pthread_mutex_lock(&f->lock);
 	ensure_full(f);
-	r = f->dwarf != NULL;
+	r = f->dwarf != NULL || op_gopcln_has_inline(f->gopcln);
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }

@@ -392,8 +392,8 @@ func goFrameTypes(t *testing.T, pids ...int) map[string]map[string]int {
 }
 
 // TestSymbolsGo: a Go program built here — normally, with -ldflags="-s -w", and as an
-// externally linked cgo binary stripped the same way — shows its Go function names and
-// main.go lines (from .gopclntab when stripped), frame type "go" in OTLP, and complete stacks:
+// externally linked cgo binary stripped the same way — shows its Go function names, main.go
+// lines and inlined calls (all from .gopclntab), frame type "go" in OTLP, and complete stacks:
 // the frameless leaf's caller is there in every build (the unwinder reads Go's SP-delta
 // tables from .gopclntab; -w drops .debug_frame, and external linking puts .eh_frame for
 // the C code next to it).
@@ -452,6 +452,21 @@ func TestSymbolsGo(t *testing.T) {
 			if s < 80 {
 				t.Errorf("%s: %s on %.0f%% of stacks, want >= 80%%", c.name, fn, s)
 			}
+		}
+		// symGoSquare is inlined into the loop: one location, the inlined call first
+		var inl int64
+		for _, s := range ss {
+			for _, loc := range s.Location {
+				if len(loc.Line) >= 2 && loc.Line[0].Function.Name == "main.symGoSquare" &&
+					loc.Line[1].Function.Name == "main.symGoHotLoop" {
+					inl += count(s)
+					break
+				}
+			}
+		}
+		t.Logf("%s: %.0f%% of samples in the inlined main.symGoSquare", c.name, 100*float64(inl)/float64(n))
+		if inl*10 < n {
+			t.Errorf("%s: %d of %d samples show main.symGoSquare inlined into main.symGoHotLoop, want >= 10%%", c.name, inl, n)
 		}
 		for _, s := range ss {
 			for _, loc := range s.Location {

@@ -8,6 +8,7 @@
  * skipped with a note without it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <libgen.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dwarf.h"
 #include "symbolize.h"
 
 /* symfile.h */
@@ -430,6 +432,71 @@ static void test_cpp(void)
 	}
 }
 
+/*
+ * Every address of symGoHotLoop (symGoSquare inlined into it): the chain the symbolizer gives
+ * (the pclntab inline tree; Go binaries no longer open DWARF) must name the same functions,
+ * files and lines as DWARF of the full build read directly, innermost first; the stripped
+ * build must give the same chains.
+ */
+static void go_inline_agrees(const char *dir, uint64_t a_loop, uint64_t a_end)
+{
+	struct op_filecache *c = op_filecache_new(0);
+	struct op_file *full, *stripped;
+	struct op_dwarf *dw;
+	char bin[PATH_MAX * 2];
+	size_t addrs = 0, inlined = 0, differ = 0;
+	int fd;
+
+	snprintf(bin, sizeof(bin), "%s/gofull", dir);
+	full = op_filecache_get_path(c, bin);
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	REQUIRE(full && fd >= 0);
+	dw = op_dwarf_open(fd, full);
+	close(fd);
+	REQUIRE(dw);
+	snprintf(bin, sizeof(bin), "%s/gostripped", dir);
+	stripped = op_filecache_get_path(c, bin);
+	REQUIRE(stripped);
+	for (uint64_t pc = a_loop; pc < a_end; pc++) {
+		struct op_sym_result a, b, d;
+		bool same;
+
+		if (op_dwarf_lookup(dw, pc, &d) || op_file_symbolize(full, pc, &a) ||
+		    op_file_symbolize(stripped, pc, &b))
+			continue;
+		if (!d.n || !d.lines[0].line)
+			continue; /* alignment padding after the function: no line anywhere */
+		addrs++;
+		inlined += a.n > 1;
+		same = d.n == a.n && a.n == b.n;
+		for (size_t k = 0; same && k < a.n; k++)
+			same = d.lines[k].name && a.lines[k].name && b.lines[k].name &&
+			       !strcmp(d.lines[k].name, a.lines[k].name) &&
+			       !strcmp(a.lines[k].name, b.lines[k].name) &&
+			       d.lines[k].line == a.lines[k].line && a.lines[k].line == b.lines[k].line &&
+			       d.lines[k].start_line == a.lines[k].start_line &&
+			       a.lines[k].start_line == b.lines[k].start_line && d.lines[k].file &&
+			       a.lines[k].file && b.lines[k].file &&
+			       !strcmp(d.lines[k].file, a.lines[k].file) &&
+			       !strcmp(a.lines[k].file, b.lines[k].file);
+		if (!same && differ++ < 5)
+			fprintf(stderr, "go %#llx: DWARF %zu frames (%s:%lld), pclntab %zu (%s:%lld)\n",
+				(unsigned long long)pc, d.n, d.n ? d.lines[0].name : "-",
+				d.n ? (long long)d.lines[0].line : 0, a.n, a.n ? a.lines[0].name : "-",
+				a.n ? (long long)a.lines[0].line : 0);
+	}
+	printf("go inline: %zu addresses of symGoHotLoop, %zu with inlined frames, %zu differ "
+	       "between DWARF and the pclntab inline tree (full and stripped builds)\n",
+	       addrs, inlined, differ);
+	CHECK(addrs > 10);
+	CHECK(inlined > 0);
+	CHECK_EQ(differ, 0);
+	op_dwarf_free(dw);
+	op_file_put(full);
+	op_file_put(stripped);
+	op_filecache_free(c);
+}
+
 static void test_go(void)
 {
 	char dir[PATH_MAX + 16], out[PATH_MAX + 64], src[PATH_MAX + 64];
@@ -498,6 +565,7 @@ static void test_go(void)
 		op_file_put(f);
 		op_filecache_free(c);
 	}
+	go_inline_agrees(dir, a_loop, a_method);
 }
 
 int main(void)

@@ -7,11 +7,17 @@ import (
 	"os"
 )
 
+// symGoSquare is inlined into symGoHotLoop: its frames come from DWARF or, stripped, from
+// the pclntab inline tree.
+func symGoSquare(i int) int {
+	return i * i % 7
+}
+
 //go:noinline
 func symGoHotLoop(n int) int {
 	s := 0
 	for i := 0; i < n; i++ {
-		s += i * i % 7
+		s += symGoSquare(i)
 	}
 	return s
 }
