@@ -196,8 +196,18 @@ static int check_privileges(void)
 		}
 	}
 	if (fatal) {
-		op_err("missing capabilities: %s (run as root, or grant CAP_BPF, CAP_PERFMON, "
-		       "CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and CAP_SYSLOG)", missing);
+		/*
+		 * uid 0 without them has a reduced bounding set (a container runtime, systemd's
+		 * CapabilityBoundingSet=): "run as root" would not help there.
+		 */
+		const char *how = "run as root, or grant";
+
+		if (geteuid() == 0)
+			how = "running as root, but they are not in its capability set, e.g. "
+			      "dropped by a container runtime or systemd: grant";
+		op_err("missing capabilities: %s (%s CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, "
+		       "CAP_DAC_READ_SEARCH and CAP_SYSLOG)",
+		       missing, how);
 		return -EPERM;
 	}
 	if (optional[0])

@@ -42,7 +42,7 @@ func summarize(pd pprofile.Profiles) profileSummary {
 				samples := profs.At(k).Samples()
 				for l := 0; l < samples.Len(); l++ {
 					smp := samples.At(l)
-					n := sampleWeight(smp)
+					n := int(sampleWeight(smp))
 					s.samples += n
 					s.pids[pid] += n
 					seen := map[string]bool{}
@@ -74,19 +74,6 @@ func summarize(pd pprofile.Profiles) profileSummary {
 		}
 	}
 	return s
-}
-
-// sampleWeight is the number of CPU samples a Sample record stands for: the library
-// aggregates identical stacks into one record with a count (and one timestamp per event).
-func sampleWeight(smp pprofile.Sample) int {
-	n := 0
-	for i := 0; i < smp.Values().Len(); i++ {
-		n += int(smp.Values().At(i))
-	}
-	if n == 0 {
-		n = smp.TimestampsUnixNano().Len()
-	}
-	return n
 }
 
 // functionsMatching lists the functions of pid whose name contains sub, for messages.

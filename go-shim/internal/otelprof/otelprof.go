@@ -74,9 +74,15 @@ type Error struct {
 	Op   string
 	Code int
 	Msg  string
+	// Detail, when set, is what the library logged about this failure (e.g. "missing
+	// capabilities: CAP_BPF, CAP_PERFMON (...)"): more precise than Msg, so it replaces it.
+	Detail string
 }
 
 func (e *Error) Error() string {
+	if e.Detail != "" {
+		return e.Op + ": " + e.Detail
+	}
 	hint := ""
 	switch syscall.Errno(e.Code) {
 	case syscall.EPERM, syscall.EACCES:
