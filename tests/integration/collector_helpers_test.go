@@ -47,13 +47,21 @@ type collectorProc struct {
 // startCollector runs the collector with args and env additions; it is killed at test end.
 func startCollector(t *testing.T, name string, env []string, args ...string) *collectorProc {
 	t.Helper()
+	return startCollectorUnder(t, name, nil, env, args...)
+}
+
+// startCollectorUnder runs the collector as the last argument of wrapper (e.g. setpriv and
+// its options); nil runs it directly.
+func startCollectorUnder(t *testing.T, name string, wrapper, env []string, args ...string) *collectorProc {
+	t.Helper()
 	bin := buildPath(t, "otelcol-otelprof")
 	c := &collectorProc{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	f, err := os.Create(c.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command(bin, args...)
+	argv := append(append(append([]string{}, wrapper...), bin), args...)
+	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	if err := c.cmd.Start(); err != nil {
