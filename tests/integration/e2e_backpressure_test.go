@@ -224,3 +224,42 @@ func refusals(log string) []refusal {
 	}
 	return out
 }
+
+// SIGTERM while the exporter blocks (no gateway at all, queue full with block_on_overflow):
+// the collector gives none of its components a deadline, so without one of its own the
+// receiver waited for the exporter's retries to run out (retry_on_failure max_elapsed_time,
+// 5 min in agent.yaml; 9 minutes were seen). It waits 5 s, counts the report it gives up
+// and the final one as refused, and the agent exits.
+func TestE2EExporterBlockedSIGTERM(t *testing.T) {
+	requireRoot(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	pid := startWorkload(t, "ratio", "600").Process.Pid
+	agent := startCollector(t, "agent", []string{"OTELPROF_GATEWAY=" + addr},
+		"--config", shippedConfig(t, "agent.yaml"), "--feature-gates=service.profilesSupport",
+		"--set=receivers::ebpfprofiler::reporter_interval=1s",
+		fmt.Sprintf("--set=receivers::ebpfprofiler::pids=[%d]", pid),
+		"--set=receivers::ebpfprofiler::samples_per_second=499",
+		"--set=exporters::otlp_grpc::sending_queue::queue_size=2",
+		"--set=exporters::otlp_grpc::sending_queue::block_on_overflow=true")
+	waitUntil(t, 60*time.Second, "the receiver to warn that the exporter blocks", func() bool {
+		return agent.logContains("next consumer has not returned")
+	}, agent)
+	signalled := time.Now()
+	// 60 s bounds a hang; the exit itself is logged, not asserted.
+	agent.stop(t, 60*time.Second)
+	b, err := os.ReadFile(agent.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`eBPF profiler stopped.*"consume_errors": (\d+), "samples_refused": (\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no stopped line with consume_errors and samples_refused:\n%s", agent.tail(10))
+	}
+	reports, _ := strconv.Atoi(string(m[1]))
+	refused, _ := strconv.Atoi(string(m[2]))
+	t.Logf("agent exited %v after SIGTERM; %d reports (%d samples) refused at shutdown",
+		time.Since(signalled).Round(time.Millisecond), reports, refused)
+	if reports < 1 || refused == 0 {
+		t.Errorf("the report abandoned at shutdown was not counted: %d reports, %d samples refused", reports, refused)
+	}
+}
