@@ -62,7 +62,7 @@ struct unwind_scratch {
 	__u32 pid;
 	__u32 n;	  /* user frames recorded */
 	__u32 tail_calls; /* tail calls taken so far in this chain */
-	__u32 pad;
+	__u32 refresh;	  /* the walk met something user space should re-read /proc for */
 };
 
 struct {
@@ -115,10 +115,10 @@ static __always_inline void unwind_next(void *ctx, struct unwind_scratch *s)
 	} while (0)
 
 /*
- * Start the CFI walk for @pid from @ur. Returns only when the process has no tables (or the
- * tail call is not possible): the caller then walks frame pointers.
+ * Start the CFI walk for @pid from @ur. Returns only when the process has no tables (false)
+ * or the tail call is not possible (true): the caller then walks frame pointers.
  */
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
+static __always_inline bool unwind_user_stack(struct bpf_perf_event_data *ctx,
 					      struct task_struct *task, __u32 pid,
 					      const struct user_regs *ur)
 {
@@ -126,13 +126,14 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
 	__u32 zero = 0;
 
 	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
-		return;
+		return false;
 	s = bpf_map_lookup_elem(&unwind_scratch, &zero);
 	if (!s)
-		return;
+		return true;
 	s->pid = pid;
 	s->n = 0;
 	s->tail_calls = 0;
+	s->refresh = 0;
 	s->r.pc = ur->ip;
 	s->r.sp = ur->sp;
 	s->r.bp = ur->bp;
@@ -168,6 +169,7 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
 	s->r.regs[7] = ur->sp;
 	s->r.regs[16] = ur->ip;
 	unwind_next(ctx, s);
+	return true;
 }
 
 /* Index of the mapping containing @pc in @p, or -1. */
@@ -257,6 +259,7 @@ static long walk_one(__u64 index, void *arg)
 	mi = find_mapping(w->proc, look);
 	if (mi < 0) {
 		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
+		s->refresh = 1; /* mapped after user space last read /proc/PID/maps */
 		w->done = 1;
 		return 1;
 	}
@@ -273,6 +276,7 @@ static long walk_one(__u64 index, void *arg)
 		tb = bpf_map_lookup_elem(&unwind_tables, &slot);
 		if (!tb || !tb->n_rows) {
 			t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
+			s->refresh = 1; /* evicted: user space loads it again on refresh */
 			w->done = 1;
 			return 1;
 		}
@@ -306,6 +310,7 @@ int unwind_user(struct bpf_perf_event_data *ctx)
 	if (!w.proc) {
 		/* exited or refreshed between the sample and now */
 		w.t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
+		w.s->refresh = 1;
 	} else {
 		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, &w, 0);
 		if (!w.done) {
@@ -315,7 +320,7 @@ int unwind_user(struct bpf_perf_event_data *ctx)
 		}
 	}
 	w.t->n_user = w.s->n;
-	return submit_trace(w.t);
+	return submit_trace(w.t, w.s->refresh);
 }
 
 #endif

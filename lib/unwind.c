@@ -795,6 +795,8 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 		return NULL;
 	}
 	munmap(probe, rows_bytes);
+	/* samples of processes without tables wake the reader now (bpf/sampler.bpf.c) */
+	skel->bss->unwind_active = true;
 	/* the rule hash starts small and doubles with use (rule_hash_grow) */
 	u->rule_hash_cap = 4096;
 	/* free extents: a few at a time in practice; the list grows when fragmented */
