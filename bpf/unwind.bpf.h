@@ -194,20 +194,47 @@ static __always_inline int find_mapping(const struct op_unwind_proc *p, __u64 pc
 	return -1;
 }
 
+/* Entry @k of @tb's bucket index, or -1 when unreadable. */
+static __always_inline __s64 bucket_entry(const struct op_unwind_table *tb, __u32 k)
+{
+	__u32 slot = tb->index_row + k / 2;
+	struct op_unwind_row *e = bpf_map_lookup_elem(&unwind_rows, &slot);
+
+	if (!e)
+		return -1;
+	return k & 1 ? e->rule : e->pc;
+}
+
 /* Rule of the last row with row.pc <= @rel in table @tb, or NULL. */
 static __always_inline const struct op_unwind_rule *find_rule(const struct op_unwind_table *tb,
 							      __u64 rel)
 {
-	__u32 lo = tb->first_row, hi = tb->first_row + tb->n_rows, key;
+	__u32 lo = 0, hi = tb->n_rows, key;
 	struct op_unwind_row *row;
 
 	if (rel > 0xffffffffull)
 		return NULL;
+	if (tb->n_buckets) {
+		/* past the last bucket: the last row covers it, and it is in the last bucket */
+		__u32 b = rel >> (tb->bucket_shift & 31);
+		__s64 first, last;
+
+		if (b >= tb->n_buckets)
+			b = tb->n_buckets - 1;
+		first = bucket_entry(tb, b);
+		last = bucket_entry(tb, b + 1);
+		/* a damaged index only costs the narrowing, never a wrong row */
+		if (first >= 0 && last >= first && last < hi) {
+			lo = first;
+			hi = last + 1;
+		}
+	}
 	/* invariant: rows[lo].pc <= rel < rows[hi].pc, checked for lo after the loop */
 	for (int i = 0; i < OP_UNWIND_SEARCH_STEPS + 1 && hi - lo > 1; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		row = bpf_map_lookup_elem(&unwind_rows, &mid);
+		key = tb->first_row + mid;
+		row = bpf_map_lookup_elem(&unwind_rows, &key);
 		if (!row)
 			return NULL;
 		if (row->pc <= rel)
@@ -215,7 +242,8 @@ static __always_inline const struct op_unwind_rule *find_rule(const struct op_un
 		else
 			hi = mid;
 	}
-	row = bpf_map_lookup_elem(&unwind_rows, &lo);
+	key = tb->first_row + lo;
+	row = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!row || row->pc > rel)
 		return NULL;
 	key = row->rule;
