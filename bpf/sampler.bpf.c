@@ -273,8 +273,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
 	if (get_user_regs(ctx, task, &regs)) {
-		/* CFI walk (tail call) when the process has tables; returns if not */
-		refresh = !unwind_user_stack(ctx, task, pid, &regs);
+		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+
+		if (proc)
+			return unwind_user_stack(ctx, t, task, proc, &regs);
+		/* no CFI tables (yet): frame pointers, and tell user space */
+		refresh = true;
 		t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
 	} else {
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;

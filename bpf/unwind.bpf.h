@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * CFI user-stack walk, part of the sampler object (included by bpf/sampler.bpf.c after its
- * maps, count() and submit_trace()). The sampler calls unwind_user_stack(); when the
- * process has unwind tables (lib/unwind.c fills unwind_procs), it tail-calls unwind_user,
- * which walks OP_UNWIND_FRAMES_PER_PROG frames per run and tail-calls itself through
- * unwind_next(), the one counting wrapper, until the stack ends, an error stops it, or
- * OP_MAX_USER_FRAMES frames are recorded (then OP_TRACE_USER_TRUNCATED is set). It then
- * submits the record. The per-frame step is bpf/unwind_step.h, shared with the unit tests.
+ * maps, count() and submit_trace()). The sampler calls unwind_user_stack() when the process
+ * has unwind tables (lib/unwind.c fills unwind_procs); it walks the first
+ * OP_UNWIND_FRAMES_PER_PROG frames in the sampler's own run (most stacks end there, and a
+ * tail call would only repeat its map lookups), then continues in unwind_user, which
+ * tail-calls itself through unwind_next(), the one counting wrapper, OP_UNWIND_FRAMES_PER_PROG
+ * frames a run, until the stack ends, an error stops it, or OP_MAX_USER_FRAMES frames are
+ * recorded (then OP_TRACE_USER_TRUNCATED is set). The last run submits the record. The
+ * per-frame step is bpf/unwind_step.h, shared with the unit tests.
  */
 #ifndef OTELPROF_UNWIND_BPF_H
 #define OTELPROF_UNWIND_BPF_H
@@ -114,64 +116,6 @@ static __always_inline void unwind_next(void *ctx, struct unwind_scratch *s)
 		(dst)[16] = (src)->ip;  \
 	} while (0)
 
-/*
- * Start the CFI walk for @pid from @ur. Returns only when the process has no tables (false)
- * or the tail call is not possible (true): the caller then walks frame pointers.
- */
-static __always_inline bool unwind_user_stack(struct bpf_perf_event_data *ctx,
-					      struct task_struct *task, __u32 pid,
-					      const struct user_regs *ur)
-{
-	struct unwind_scratch *s;
-	__u32 zero = 0;
-
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
-		return false;
-	s = bpf_map_lookup_elem(&unwind_scratch, &zero);
-	if (!s)
-		return true;
-	s->pid = pid;
-	s->n = 0;
-	s->tail_calls = 0;
-	s->refresh = 0;
-	s->r.pc = ur->ip;
-	s->r.sp = ur->sp;
-	s->r.bp = ur->bp;
-	s->r.leaf = 1;
-	s->r.exact_pc = 1;
-	s->r.bp_valid = 1;
-	if (sampled_user_mode(ctx)) {
-		bpf_user_pt_regs_t *u = &ctx->regs;
-
-		s->r.regs[0] = *(volatile __u64 *)&u->ax;
-		s->r.regs[1] = *(volatile __u64 *)&u->dx;
-		s->r.regs[2] = *(volatile __u64 *)&u->cx;
-		s->r.regs[3] = *(volatile __u64 *)&u->bx;
-		s->r.regs[4] = *(volatile __u64 *)&u->si;
-		s->r.regs[5] = *(volatile __u64 *)&u->di;
-		s->r.regs[8] = *(volatile __u64 *)&u->r8;
-		s->r.regs[9] = *(volatile __u64 *)&u->r9;
-		s->r.regs[10] = *(volatile __u64 *)&u->r10;
-		s->r.regs[11] = *(volatile __u64 *)&u->r11;
-		s->r.regs[12] = *(volatile __u64 *)&u->r12;
-		s->r.regs[13] = *(volatile __u64 *)&u->r13;
-		s->r.regs[14] = *(volatile __u64 *)&u->r14;
-		s->r.regs[15] = *(volatile __u64 *)&u->r15;
-	} else {
-		struct pt_regs *k = (struct pt_regs *)bpf_task_pt_regs(task);
-		struct pt_regs copy;
-
-		if (!k || bpf_probe_read_kernel(&copy, sizeof(copy), k))
-			__builtin_memset(&copy, 0, sizeof(copy));
-		LEAF_REGS(s->r.regs, &copy);
-	}
-	s->r.regs[6] = ur->bp;
-	s->r.regs[7] = ur->sp;
-	s->r.regs[16] = ur->ip;
-	unwind_next(ctx, s);
-	return true;
-}
-
 /* Index of the mapping containing @pc in @p, or -1. */
 static __always_inline int find_mapping(const struct op_unwind_proc *p, __u64 pc)
 {
@@ -254,6 +198,9 @@ struct walk_ctx {
 	struct op_trace *t;
 	struct unwind_scratch *s;
 	struct op_unwind_proc *proc;
+	const struct op_unwind_table *tb; /* unwind_tables[slot], looked up for a frame before */
+	__u32 slot;
+	int last; /* mapping of the frame before, -1 if none: callers are often in the same one */
 	int done;
 };
 
@@ -284,7 +231,11 @@ static long walk_one(__u64 index, void *arg)
 	s->n++;
 
 	look = s->r.exact_pc ? s->r.pc : s->r.pc - 1;
-	mi = find_mapping(w->proc, look);
+	mi = w->last;
+	if (mi < 0 || look < w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].start ||
+	    look >= w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].end)
+		mi = find_mapping(w->proc, look);
+	w->last = mi;
 	if (mi < 0) {
 		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
 		s->refresh = 1; /* mapped after user space last read /proc/PID/maps */
@@ -301,7 +252,9 @@ static long walk_one(__u64 index, void *arg)
 	if (slot == OP_UNWIND_TABLE_FP) {
 		ret = op_unwind_step_fp(&s->r);
 	} else {
-		tb = bpf_map_lookup_elem(&unwind_tables, &slot);
+		tb = w->tb && w->slot == slot ? w->tb : bpf_map_lookup_elem(&unwind_tables, &slot);
+		w->tb = tb;
+		w->slot = slot;
 		if (!tb || !tb->n_rows) {
 			t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
 			s->refresh = 1; /* evicted: user space loads it again on refresh */
@@ -324,10 +277,80 @@ static long walk_one(__u64 index, void *arg)
 	return 1;
 }
 
+/* Walk up to OP_UNWIND_FRAMES_PER_PROG frames; go on in a tail call, or submit the record. */
+static __always_inline int walk_and_submit(void *ctx, struct walk_ctx *w)
+{
+	bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
+	if (!w->done) {
+		unwind_next(ctx, w->s);
+		/* only reached when no further tail call is allowed or possible */
+		w->t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
+	}
+	w->t->n_user = w->s->n;
+	return submit_trace(w->t, w->s->refresh);
+}
+
+/*
+ * Walk the user stack of @t's process @proc from @ur with its CFI tables, and submit @t
+ * (in this run or the last tail call).
+ */
+static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx,
+					     struct op_trace *t, struct task_struct *task,
+					     struct op_unwind_proc *proc, const struct user_regs *ur)
+{
+	struct walk_ctx w = { .t = t, .proc = proc, .last = -1 };
+	struct unwind_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!s)
+		return 0; /* not reached: a per-CPU array's element 0 always exists */
+	w.s = s;
+	s->pid = t->hdr.pid;
+	s->n = 0;
+	s->tail_calls = 0;
+	s->refresh = 0;
+	s->r.pc = ur->ip;
+	s->r.sp = ur->sp;
+	s->r.bp = ur->bp;
+	s->r.leaf = 1;
+	s->r.exact_pc = 1;
+	s->r.bp_valid = 1;
+	if (sampled_user_mode(ctx)) {
+		bpf_user_pt_regs_t *u = &ctx->regs;
+
+		s->r.regs[0] = *(volatile __u64 *)&u->ax;
+		s->r.regs[1] = *(volatile __u64 *)&u->dx;
+		s->r.regs[2] = *(volatile __u64 *)&u->cx;
+		s->r.regs[3] = *(volatile __u64 *)&u->bx;
+		s->r.regs[4] = *(volatile __u64 *)&u->si;
+		s->r.regs[5] = *(volatile __u64 *)&u->di;
+		s->r.regs[8] = *(volatile __u64 *)&u->r8;
+		s->r.regs[9] = *(volatile __u64 *)&u->r9;
+		s->r.regs[10] = *(volatile __u64 *)&u->r10;
+		s->r.regs[11] = *(volatile __u64 *)&u->r11;
+		s->r.regs[12] = *(volatile __u64 *)&u->r12;
+		s->r.regs[13] = *(volatile __u64 *)&u->r13;
+		s->r.regs[14] = *(volatile __u64 *)&u->r14;
+		s->r.regs[15] = *(volatile __u64 *)&u->r15;
+	} else {
+		struct pt_regs *k = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct pt_regs copy;
+
+		if (!k || bpf_probe_read_kernel(&copy, sizeof(copy), k))
+			__builtin_memset(&copy, 0, sizeof(copy));
+		LEAF_REGS(s->r.regs, &copy);
+	}
+	s->r.regs[6] = ur->bp;
+	s->r.regs[7] = ur->sp;
+	s->r.regs[16] = ur->ip;
+	return walk_and_submit(ctx, &w);
+}
+
 SEC("perf_event")
 int unwind_user(struct bpf_perf_event_data *ctx)
 {
-	struct walk_ctx w = {};
+	struct walk_ctx w = { .last = -1 };
 	__u32 zero = 0;
 
 	w.t = bpf_map_lookup_elem(&scratch, &zero);
@@ -339,16 +362,10 @@ int unwind_user(struct bpf_perf_event_data *ctx)
 		/* exited or refreshed between the sample and now */
 		w.t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
 		w.s->refresh = 1;
-	} else {
-		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, &w, 0);
-		if (!w.done) {
-			unwind_next(ctx, w.s);
-			/* only reached when no further tail call is allowed or possible */
-			w.t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
-		}
+		w.t->n_user = w.s->n;
+		return submit_trace(w.t, true);
 	}
-	w.t->n_user = w.s->n;
-	return submit_trace(w.t, w.s->refresh);
+	return walk_and_submit(ctx, &w);
 }
 
 #endif
