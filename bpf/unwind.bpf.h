@@ -294,9 +294,9 @@ static __always_inline int walk_and_submit(void *ctx, struct walk_ctx *w)
  * Walk the user stack of @t's process @proc from @ur with its CFI tables, and submit @t
  * (in this run or the last tail call).
  */
-static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx,
-					     struct op_trace *t, struct task_struct *task,
-					     struct op_unwind_proc *proc, const struct user_regs *ur)
+static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, struct op_trace *t,
+					     struct task_struct *task, struct op_unwind_proc *proc,
+					     const struct user_regs *ur)
 {
 	struct walk_ctx w = { .t = t, .proc = proc, .last = -1 };
 	struct unwind_scratch *s;

@@ -261,8 +261,8 @@ struct op_unwind_table {
 };
 
 /* Bucket sizes the index may use, and the share of a table's rows its entries may add. */
-#define OP_UNWIND_MIN_BUCKET_SHIFT 4
-#define OP_UNWIND_MAX_BUCKET_SHIFT 31
+#define OP_UNWIND_MIN_BUCKET_SHIFT    4
+#define OP_UNWIND_MAX_BUCKET_SHIFT    31
 #define OP_UNWIND_ROWS_PER_INDEX_SLOT 16 /* at most one index slot (2 entries) per 16 rows */
 
 struct op_unwind_mapping {

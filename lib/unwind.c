@@ -57,7 +57,7 @@ struct file_ent {
 	bool fp;	   /* no usable CFI: walk frame pointers through it */
 	int slot;	   /* BPF table slot, -1 when not loaded */
 	uint32_t first_row, n_slots; /* unwind_rows the table holds: its rows, then its index */
-	uint64_t base;		      /* ELF address of row pc 0 */
+	uint64_t base;		     /* ELF address of row pc 0 */
 	struct load_seg load[MAX_LOADS];
 	int n_load;
 	uint32_t refs; /* processes whose mappings use the slot */
@@ -423,8 +423,8 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 	err = load_table(u, f, t);
 	if (err == -E2BIG) {
 		op_warn("unwind: the table of %s has %zu rows, more than the %u the map holds; "
-			"its code is walked by frame pointers", f->id,
-			table_slots(t, &shift, &n_index), u->max_rows);
+			"its code is walked by frame pointers",
+			f->id, table_slots(t, &shift, &n_index), u->max_rows);
 		f->fp = true;
 	} else if (err) {
 		/* back off: without this every refresh of every process mapping it recompiles */
