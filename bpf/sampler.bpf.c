@@ -21,6 +21,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* Knobs set by lib/sampler.c between open and load. */
 const volatile bool kernel_stacks = true;
 const volatile bool filter_pids = false;
+const volatile __u64 wakeup_bytes = 1 << 20; /* see wakeup_flags() */
+
+/* Set by lib/unwind.c once it maintains unwind_procs (not in frame-pointer mode). */
+bool unwind_active = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -61,6 +65,64 @@ static __always_inline void count(__u32 idx)
 
 	if (v)
 		*v += 1;
+}
+
+/*
+ * Waking the reader costs more than the rest of a sample: bpf_ringbuf_commit() queues an
+ * irq_work, and its self-IPI traps to the hypervisor on a virtual machine (5.5 of the 8 us
+ * a sample took, measured with per-phase bpf_ktime_get_ns() counters). So records are
+ * committed without a wakeup, and the reader drains the ring on its poll timeout
+ * (lib/otelprof.c) or when wakeup_bytes are pending. What user space must act on at once
+ * still wakes it: exec (its snapshot and tables are read before the process can exit), and
+ * samples that make it refresh a process's unwind view (a process it has no tables for yet,
+ * a PC outside every mapping it read). Those wake it once per process per
+ * OP_REFRESH_WAKEUP_NS on a CPU (the first such sample is what counts: the ones right after
+ * it arrive while user space reads /proc and compiles tables anyway), and at most once per
+ * OP_MIN_WAKEUP_NS, so a process it cannot help (its maps unreadable, the map full) costs no
+ * more than before.
+ */
+#define OP_REFRESH_WAKEUP_NS 10000000ull
+#define OP_MIN_WAKEUP_NS     1000000ull
+
+/* Per CPU: the last wakeup for a refresh. */
+struct wakeup_state {
+	__u64 ktime_ns;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wakeup_state);
+} last_wakeup SEC(".maps");
+
+static __always_inline __u64 wakeup_flags(bool urgent)
+{
+	if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* Whether a trace that asks user space to refresh @t's process may wake it now. */
+static __always_inline bool refresh_wakeup(const struct op_trace *t)
+{
+	struct wakeup_state *w;
+	__u32 zero = 0;
+	__u64 since;
+
+	if (!unwind_active)
+		return false;
+	w = bpf_map_lookup_elem(&last_wakeup, &zero);
+	if (!w)
+		return false;
+	since = t->ktime_ns - w->ktime_ns;
+	if (since < OP_MIN_WAKEUP_NS || (w->pid == t->hdr.pid && since < OP_REFRESH_WAKEUP_NS))
+		return false;
+	w->ktime_ns = t->ktime_ns;
+	w->pid = t->hdr.pid;
+	return true;
 }
 
 /* ctx fields must be read 8 bytes at a time; clang would narrow a plain `cs & 3` load. */
@@ -142,8 +204,11 @@ static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first
 	return n;
 }
 
-/* Count the walk's outcome and send the record (also the end of the CFI walk's tail calls). */
-static __always_inline int submit_trace(struct op_trace *t)
+/*
+ * Count the walk's outcome and send the record (also the end of the CFI walk's tail calls).
+ * @refresh: the record tells user space something about the process's mappings it lacks.
+ */
+static __always_inline int submit_trace(struct op_trace *t, bool refresh)
 {
 	__u32 size;
 
@@ -155,7 +220,7 @@ static __always_inline int submit_trace(struct op_trace *t)
 	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
 	if (size > sizeof(*t))
 		size = sizeof(*t);
-	if (bpf_ringbuf_output(&events, t, size, 0)) {
+	if (bpf_ringbuf_output(&events, t, size, wakeup_flags(refresh && refresh_wakeup(t)))) {
 		count(OP_CNT_LOST);
 		return 0;
 	}
@@ -173,6 +238,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct user_regs regs;
 	struct op_trace *t;
+	bool refresh = false;
 	long n;
 
 	if (pid == 0) {
@@ -207,13 +273,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
 	if (get_user_regs(ctx, task, &regs)) {
-		/* CFI walk (tail call) when the process has tables; returns if not */
-		unwind_user_stack(ctx, task, pid, &regs);
+		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+
+		if (proc)
+			return unwind_user_stack(ctx, t, task, proc, &regs);
+		/* no CFI tables (yet): frame pointers, and tell user space */
+		refresh = true;
 		t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
 	} else {
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;
 	}
-	return submit_trace(t);
+	return submit_trace(t, refresh);
 }
 
 static __always_inline void send_proc_event(__u32 type, struct task_struct *task)
@@ -228,7 +298,7 @@ static __always_inline void send_proc_event(__u32 type, struct task_struct *task
 	e.tid = BPF_CORE_READ(task, pid);
 	e.ktime_ns = bpf_ktime_get_ns();
 	BPF_CORE_READ_STR_INTO(&e.comm, task, comm);
-	if (bpf_ringbuf_output(&events, &e, sizeof(e), 0))
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), wakeup_flags(type == OP_EV_EXEC)))
 		count(OP_CNT_LOST);
 }
 

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * CFI user-stack walk, part of the sampler object (included by bpf/sampler.bpf.c after its
- * maps, count() and submit_trace()). The sampler calls unwind_user_stack(); when the
- * process has unwind tables (lib/unwind.c fills unwind_procs), it tail-calls unwind_user,
- * which walks OP_UNWIND_FRAMES_PER_PROG frames per run and tail-calls itself through
- * unwind_next(), the one counting wrapper, until the stack ends, an error stops it, or
- * OP_MAX_USER_FRAMES frames are recorded (then OP_TRACE_USER_TRUNCATED is set). It then
- * submits the record. The per-frame step is bpf/unwind_step.h, shared with the unit tests.
+ * maps, count() and submit_trace()). The sampler calls unwind_user_stack() when the process
+ * has unwind tables (lib/unwind.c fills unwind_procs); it walks the first
+ * OP_UNWIND_FRAMES_PER_PROG frames in the sampler's own run (most stacks end there, and a
+ * tail call would only repeat its map lookups), then continues in unwind_user, which
+ * tail-calls itself through unwind_next(), the one counting wrapper, OP_UNWIND_FRAMES_PER_PROG
+ * frames a run, until the stack ends, an error stops it, or OP_MAX_USER_FRAMES frames are
+ * recorded (then OP_TRACE_USER_TRUNCATED is set). The last run submits the record. The
+ * per-frame step is bpf/unwind_step.h, shared with the unit tests.
  */
 #ifndef OTELPROF_UNWIND_BPF_H
 #define OTELPROF_UNWIND_BPF_H
@@ -62,7 +64,7 @@ struct unwind_scratch {
 	__u32 pid;
 	__u32 n;	  /* user frames recorded */
 	__u32 tail_calls; /* tail calls taken so far in this chain */
-	__u32 pad;
+	__u32 refresh;	  /* the walk met something user space should re-read /proc for */
 };
 
 struct {
@@ -114,25 +116,200 @@ static __always_inline void unwind_next(void *ctx, struct unwind_scratch *s)
 		(dst)[16] = (src)->ip;  \
 	} while (0)
 
-/*
- * Start the CFI walk for @pid from @ur. Returns only when the process has no tables (or the
- * tail call is not possible): the caller then walks frame pointers.
- */
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
-					      struct task_struct *task, __u32 pid,
-					      const struct user_regs *ur)
+/* Index of the mapping containing @pc in @p, or -1. */
+static __always_inline int find_mapping(const struct op_unwind_proc *p, __u64 pc)
 {
+	__u32 lo = 0, hi = p->n;
+
+	if (hi > OP_UNWIND_MAX_MAPPINGS)
+		hi = OP_UNWIND_MAX_MAPPINGS;
+	/* invariant: the mapping, if any, is in [lo, hi) */
+	for (int i = 0; i < 9 && lo < hi; i++) {
+		__u32 mid = (lo + hi) / 2;
+
+		mid &= OP_UNWIND_MAX_MAPPINGS - 1;
+		if (pc < p->m[mid].start)
+			hi = mid;
+		else if (pc >= p->m[mid].end)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/* Entry @k of @tb's bucket index, or -1 when unreadable. */
+static __always_inline __s64 bucket_entry(const struct op_unwind_table *tb, __u32 k)
+{
+	__u32 slot = tb->index_row + k / 2;
+	struct op_unwind_row *e = bpf_map_lookup_elem(&unwind_rows, &slot);
+
+	if (!e)
+		return -1;
+	return k & 1 ? e->rule : e->pc;
+}
+
+/* Rule of the last row with row.pc <= @rel in table @tb, or NULL. */
+static __always_inline const struct op_unwind_rule *find_rule(const struct op_unwind_table *tb,
+							      __u64 rel)
+{
+	__u32 lo = 0, hi = tb->n_rows, key;
+	struct op_unwind_row *row;
+
+	if (rel > 0xffffffffull)
+		return NULL;
+	if (tb->n_buckets) {
+		/* past the last bucket: the last row covers it, and it is in the last bucket */
+		__u32 b = rel >> (tb->bucket_shift & 31);
+		__s64 first, last;
+
+		if (b >= tb->n_buckets)
+			b = tb->n_buckets - 1;
+		first = bucket_entry(tb, b);
+		last = bucket_entry(tb, b + 1);
+		/* a damaged index only costs the narrowing, never a wrong row */
+		if (first >= 0 && last >= first && last < hi) {
+			lo = first;
+			hi = last + 1;
+		}
+	}
+	/* invariant: rows[lo].pc <= rel < rows[hi].pc, checked for lo after the loop */
+	for (int i = 0; i < OP_UNWIND_SEARCH_STEPS + 1 && hi - lo > 1; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		key = tb->first_row + mid;
+		row = bpf_map_lookup_elem(&unwind_rows, &key);
+		if (!row)
+			return NULL;
+		if (row->pc <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	key = tb->first_row + lo;
+	row = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!row || row->pc > rel)
+		return NULL;
+	key = row->rule;
+	return bpf_map_lookup_elem(&unwind_rules, &key);
+}
+
+struct walk_ctx {
+	struct op_trace *t;
+	struct unwind_scratch *s;
+	struct op_unwind_proc *proc;
+	const struct op_unwind_table *tb; /* unwind_tables[slot], looked up for a frame before */
+	__u32 slot;
+	int last; /* mapping of the frame before, -1 if none: callers are often in the same one */
+	int done;
+};
+
+static long walk_one(__u64 index, void *arg)
+{
+	struct walk_ctx *w = arg;
+	struct op_trace *t = w->t;
+	struct unwind_scratch *s = w->s;
+	const struct op_unwind_table *tb;
+	const struct op_unwind_rule *rule;
+	struct op_unwind_mapping *m;
+	__u64 look;
+	__u32 idx, slot;
+	int mi, ret;
+
+	if (s->n >= OP_MAX_USER_FRAMES) {
+		t->flags |= OP_TRACE_USER_TRUNCATED; /* the walk had another frame to give */
+		w->done = 1;
+		return 1;
+	}
+	idx = t->n_kernel + s->n;
+	asm volatile("" : "+r"(idx));
+	if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
+		w->done = 1;
+		return 1;
+	}
+	t->frames[idx] = s->r.pc;
+	s->n++;
+
+	look = s->r.exact_pc ? s->r.pc : s->r.pc - 1;
+	mi = w->last;
+	if (mi < 0 || look < w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].start ||
+	    look >= w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].end)
+		mi = find_mapping(w->proc, look);
+	w->last = mi;
+	if (mi < 0) {
+		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
+		s->refresh = 1; /* mapped after user space last read /proc/PID/maps */
+		w->done = 1;
+		return 1;
+	}
+	m = &w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)];
+	slot = m->table;
+	if (slot == OP_UNWIND_TABLE_ANON) {
+		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
+		w->done = 1;
+		return 1;
+	}
+	if (slot == OP_UNWIND_TABLE_FP) {
+		ret = op_unwind_step_fp(&s->r);
+	} else {
+		tb = w->tb && w->slot == slot ? w->tb : bpf_map_lookup_elem(&unwind_tables, &slot);
+		w->tb = tb;
+		w->slot = slot;
+		if (!tb || !tb->n_rows) {
+			t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
+			s->refresh = 1; /* evicted: user space loads it again on refresh */
+			w->done = 1;
+			return 1;
+		}
+		rule = find_rule(tb, look - m->bias);
+		if (!rule) {
+			t->unwind_error = OTELPROF_UNWIND_PC_NOT_COVERED;
+			w->done = 1;
+			return 1;
+		}
+		ret = op_unwind_step(&s->r, rule);
+	}
+	if (ret == OP_STEP_NEXT)
+		return 0;
+	if (ret < 0)
+		t->unwind_error = -ret;
+	w->done = 1;
+	return 1;
+}
+
+/* Walk up to OP_UNWIND_FRAMES_PER_PROG frames; go on in a tail call, or submit the record. */
+static __always_inline int walk_and_submit(void *ctx, struct walk_ctx *w)
+{
+	bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
+	if (!w->done) {
+		unwind_next(ctx, w->s);
+		/* only reached when no further tail call is allowed or possible */
+		w->t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
+	}
+	w->t->n_user = w->s->n;
+	return submit_trace(w->t, w->s->refresh);
+}
+
+/*
+ * Walk the user stack of @t's process @proc from @ur with its CFI tables, and submit @t
+ * (in this run or the last tail call).
+ */
+static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, struct op_trace *t,
+					     struct task_struct *task, struct op_unwind_proc *proc,
+					     const struct user_regs *ur)
+{
+	struct walk_ctx w = { .t = t, .proc = proc, .last = -1 };
 	struct unwind_scratch *s;
 	__u32 zero = 0;
 
-	if (!bpf_map_lookup_elem(&unwind_procs, &pid))
-		return;
 	s = bpf_map_lookup_elem(&unwind_scratch, &zero);
 	if (!s)
-		return;
-	s->pid = pid;
+		return 0; /* not reached: a per-CPU array's element 0 always exists */
+	w.s = s;
+	s->pid = t->hdr.pid;
 	s->n = 0;
 	s->tail_calls = 0;
+	s->refresh = 0;
 	s->r.pc = ur->ip;
 	s->r.sp = ur->sp;
 	s->r.bp = ur->bp;
@@ -167,135 +344,13 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
 	s->r.regs[6] = ur->bp;
 	s->r.regs[7] = ur->sp;
 	s->r.regs[16] = ur->ip;
-	unwind_next(ctx, s);
-}
-
-/* Index of the mapping containing @pc in @p, or -1. */
-static __always_inline int find_mapping(const struct op_unwind_proc *p, __u64 pc)
-{
-	__u32 lo = 0, hi = p->n;
-
-	if (hi > OP_UNWIND_MAX_MAPPINGS)
-		hi = OP_UNWIND_MAX_MAPPINGS;
-	/* invariant: the mapping, if any, is in [lo, hi) */
-	for (int i = 0; i < 9 && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
-
-		mid &= OP_UNWIND_MAX_MAPPINGS - 1;
-		if (pc < p->m[mid].start)
-			hi = mid;
-		else if (pc >= p->m[mid].end)
-			lo = mid + 1;
-		else
-			return mid;
-	}
-	return -1;
-}
-
-/* Rule of the last row with row.pc <= @rel in table @tb, or NULL. */
-static __always_inline const struct op_unwind_rule *find_rule(const struct op_unwind_table *tb,
-							      __u64 rel)
-{
-	__u32 lo = tb->first_row, hi = tb->first_row + tb->n_rows, key;
-	struct op_unwind_row *row;
-
-	if (rel > 0xffffffffull)
-		return NULL;
-	/* invariant: rows[lo].pc <= rel < rows[hi].pc, checked for lo after the loop */
-	for (int i = 0; i < OP_UNWIND_SEARCH_STEPS + 1 && hi - lo > 1; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		row = bpf_map_lookup_elem(&unwind_rows, &mid);
-		if (!row)
-			return NULL;
-		if (row->pc <= rel)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	row = bpf_map_lookup_elem(&unwind_rows, &lo);
-	if (!row || row->pc > rel)
-		return NULL;
-	key = row->rule;
-	return bpf_map_lookup_elem(&unwind_rules, &key);
-}
-
-struct walk_ctx {
-	struct op_trace *t;
-	struct unwind_scratch *s;
-	struct op_unwind_proc *proc;
-	int done;
-};
-
-static long walk_one(__u64 index, void *arg)
-{
-	struct walk_ctx *w = arg;
-	struct op_trace *t = w->t;
-	struct unwind_scratch *s = w->s;
-	const struct op_unwind_table *tb;
-	const struct op_unwind_rule *rule;
-	struct op_unwind_mapping *m;
-	__u64 look;
-	__u32 idx, slot;
-	int mi, ret;
-
-	if (s->n >= OP_MAX_USER_FRAMES) {
-		t->flags |= OP_TRACE_USER_TRUNCATED; /* the walk had another frame to give */
-		w->done = 1;
-		return 1;
-	}
-	idx = t->n_kernel + s->n;
-	asm volatile("" : "+r"(idx));
-	if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
-		w->done = 1;
-		return 1;
-	}
-	t->frames[idx] = s->r.pc;
-	s->n++;
-
-	look = s->r.exact_pc ? s->r.pc : s->r.pc - 1;
-	mi = find_mapping(w->proc, look);
-	if (mi < 0) {
-		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
-		w->done = 1;
-		return 1;
-	}
-	m = &w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)];
-	slot = m->table;
-	if (slot == OP_UNWIND_TABLE_ANON) {
-		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
-		w->done = 1;
-		return 1;
-	}
-	if (slot == OP_UNWIND_TABLE_FP) {
-		ret = op_unwind_step_fp(&s->r);
-	} else {
-		tb = bpf_map_lookup_elem(&unwind_tables, &slot);
-		if (!tb || !tb->n_rows) {
-			t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
-			w->done = 1;
-			return 1;
-		}
-		rule = find_rule(tb, look - m->bias);
-		if (!rule) {
-			t->unwind_error = OTELPROF_UNWIND_PC_NOT_COVERED;
-			w->done = 1;
-			return 1;
-		}
-		ret = op_unwind_step(&s->r, rule);
-	}
-	if (ret == OP_STEP_NEXT)
-		return 0;
-	if (ret < 0)
-		t->unwind_error = -ret;
-	w->done = 1;
-	return 1;
+	return walk_and_submit(ctx, &w);
 }
 
 SEC("perf_event")
 int unwind_user(struct bpf_perf_event_data *ctx)
 {
-	struct walk_ctx w = {};
+	struct walk_ctx w = { .last = -1 };
 	__u32 zero = 0;
 
 	w.t = bpf_map_lookup_elem(&scratch, &zero);
@@ -306,16 +361,11 @@ int unwind_user(struct bpf_perf_event_data *ctx)
 	if (!w.proc) {
 		/* exited or refreshed between the sample and now */
 		w.t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
-	} else {
-		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, &w, 0);
-		if (!w.done) {
-			unwind_next(ctx, w.s);
-			/* only reached when no further tail call is allowed or possible */
-			w.t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
-		}
+		w.s->refresh = 1;
+		w.t->n_user = w.s->n;
+		return submit_trace(w.t, true);
 	}
-	w.t->n_user = w.s->n;
-	return submit_trace(w.t);
+	return walk_and_submit(ctx, &w);
 }
 
 #endif

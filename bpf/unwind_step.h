@@ -238,6 +238,15 @@ OP_UNWIND_INLINE int op_unwind_step_fp(struct op_unwind_regs *r)
  * n_rows == 0 marks a free or evicted slot. Rows name rules in the shared unwind_rules.
  * unwind_procs[pid]: that process's executable mappings, sorted by start; a PC maps to
  * row-relative pc - bias.
+ *
+ * A table's bucket index (lib/cfi.c, op_cfi_index_entries()) narrows each lookup to the rows
+ * of one 2^bucket_shift-byte bucket of row-relative pc, a few instead of a search over the
+ * whole table (~15 halvings for libc, each a likely cache miss in a 16 MiB array). Entry b
+ * is the index (from first_row) of the last row with pc <= b << bucket_shift, 0 if none;
+ * entry n_buckets is n_rows - 1. The row covering pc, in bucket b, is then among rows
+ * [entry b, entry b+1]. The entries are stored in unwind_rows too, right after the rows,
+ * two to a row (entry 2k in slot k's pc, 2k+1 in its rule), so the index needs no map of
+ * its own and is allocated, written and evicted with its rows.
  */
 #define OP_UNWIND_MAX_MAPPINGS 256
 #define OP_UNWIND_TABLE_FP     0xffffffffu /* binary without CFI: frame-pointer step */
@@ -246,7 +255,15 @@ OP_UNWIND_INLINE int op_unwind_step_fp(struct op_unwind_regs *r)
 struct op_unwind_table {
 	__u32 first_row;
 	__u32 n_rows;
+	__u32 index_row;    /* unwind_rows slot of bucket index entries 0 and 1 */
+	__u32 n_buckets;    /* 0: no index, search all rows */
+	__u32 bucket_shift; /* a bucket covers 2^bucket_shift bytes of row-relative pc */
 };
+
+/* Bucket sizes the index may use, and the share of a table's rows its entries may add. */
+#define OP_UNWIND_MIN_BUCKET_SHIFT    4
+#define OP_UNWIND_MAX_BUCKET_SHIFT    31
+#define OP_UNWIND_ROWS_PER_INDEX_SLOT 16 /* at most one index slot (2 entries) per 16 rows */
 
 struct op_unwind_mapping {
 	__u64 start, end; /* run-time addresses [start, end) */

@@ -176,7 +176,11 @@ enum otelprof_format {
  * otelprof_collect() - encode every sample gathered since the previous collect (or start) in
  * @format and reset the gathered set. On success *@data points to a buffer of *@size bytes
  * owned by the library: release it with otelprof_buf_free(). With no samples the result is a
- * valid, empty profile. On failure the gathered samples are kept for the next call.
+ * valid, empty profile. On failure the gathered samples are kept for the next call. A sample
+ * reaches user space up to about 100 ms after it was taken (the reader thread drains the ring
+ * buffer at least that often; waking it per sample would cost more than taking the sample),
+ * so the last moments before a collect may come in the next one; otelprof_stop() gathers
+ * them all.
  * Thread-safe. Returns 0, -EINVAL, -ENOMEM or -OTELPROF_ERR_ENCODE.
  */
 OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format format, void **data,

@@ -1238,6 +1238,42 @@ size_t op_cfi_table_bytes(const struct op_cfi_table *t)
 	return t ? t->n_rows * sizeof(*t->rows) + t->n_rules * sizeof(*t->rules) : 0;
 }
 
+size_t op_cfi_index_entries(const struct op_cfi_table *t, unsigned int *shift)
+{
+	size_t budget, last;
+
+	*shift = 0;
+	if (!t || !t->n_rows)
+		return 0;
+	budget = t->n_rows / OP_UNWIND_ROWS_PER_INDEX_SLOT * 2;
+	last = t->rows[t->n_rows - 1].pc;
+	for (unsigned int s = OP_UNWIND_MIN_BUCKET_SHIFT; s <= OP_UNWIND_MAX_BUCKET_SHIFT; s++) {
+		size_t n = (last >> s) + 2; /* buckets 0 .. last >> s, and the end entry */
+
+		if (n <= budget) {
+			*shift = s;
+			return n;
+		}
+	}
+	return 0; /* fewer rows than a one-bucket index is worth */
+}
+
+void op_cfi_index_fill(const struct op_cfi_table *t, unsigned int shift, uint32_t *idx, size_t n)
+{
+	size_t r = 0;
+
+	if (!n)
+		return;
+	for (size_t b = 0; b + 1 < n; b++) {
+		uint64_t start = (uint64_t)b << shift;
+
+		while (r + 1 < t->n_rows && t->rows[r + 1].pc <= start)
+			r++;
+		idx[b] = (uint32_t)r;
+	}
+	idx[n - 1] = (uint32_t)(t->n_rows - 1);
+}
+
 const struct op_unwind_rule *op_cfi_lookup(const struct op_cfi_table *t, uint64_t vaddr)
 {
 	size_t lo = 0, hi;

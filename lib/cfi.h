@@ -55,6 +55,15 @@ void op_cfi_table_free(struct op_cfi_table *t);
 /* Bytes the table occupies in BPF maps: rows plus its rules. */
 size_t op_cfi_table_bytes(const struct op_cfi_table *t);
 
+/*
+ * Bucket index of @t for the BPF lookup (bpf/unwind_step.h, struct op_unwind_table).
+ * op_cfi_index_entries() returns how many entries it has (n_buckets + 1; 0 when the table is
+ * too small to need one) with the finest bucket size whose entries take at most one slot per
+ * OP_UNWIND_ROWS_PER_INDEX_SLOT rows, in *@shift. op_cfi_index_fill() writes @n entries.
+ */
+size_t op_cfi_index_entries(const struct op_cfi_table *t, unsigned int *shift);
+void op_cfi_index_fill(const struct op_cfi_table *t, unsigned int shift, uint32_t *idx, size_t n);
+
 /* The rule covering ELF address @vaddr, or NULL if no row does (before the first row). */
 const struct op_unwind_rule *op_cfi_lookup(const struct op_cfi_table *t, uint64_t vaddr);
 

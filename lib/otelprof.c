@@ -747,6 +747,7 @@ static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
 
+	/* 100 ms: how late a sample committed without a wakeup reaches the profile */
 	while (!atomic_load(&p->stopping)) {
 		if (op_sampler_poll(p->sampler, 100) < 0 && errno != EINTR)
 			usleep(10000);

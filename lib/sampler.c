@@ -106,6 +106,12 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : 4 << 20);
+	/*
+	 * Most records do not wake the reader (bpf/sampler.bpf.c, wakeup_flags()): it drains the
+	 * ring on its poll timeout, or once an eighth of the ring is pending, which leaves the
+	 * rest for the records that arrive while it catches up.
+	 */
+	s->skel->rodata->wakeup_bytes = (opts->ringbuf_bytes ? opts->ringbuf_bytes : 4 << 20) / 8;
 
 	err = set_unwind_procs(s->skel);
 	if (err)
@@ -263,6 +269,9 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
+	/* records committed without a wakeup are only seen by reading the ring */
+	if (n == 0)
+		n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
 }
 

@@ -36,7 +36,11 @@ struct sampler_bpf *op_sampler_skel(struct op_sampler *s);
 int op_sampler_attach(struct op_sampler *s);
 /* Detach the perf events (no new samples); tracepoints stay until close. */
 void op_sampler_detach(struct op_sampler *s);
-/* Wait up to @timeout_ms for records and deliver them. Returns records handled or < 0. */
+/*
+ * Wait up to @timeout_ms for a wakeup, then deliver every queued record (most records do
+ * not wake the reader: @timeout_ms bounds how late they are seen). Returns records handled
+ * or < 0.
+ */
 int op_sampler_poll(struct op_sampler *s, int timeout_ms);
 /* Deliver every record queued now, without waiting. */
 int op_sampler_drain(struct op_sampler *s);

@@ -58,8 +58,8 @@ struct file_ent {
 	uint64_t dev, ino; /* as in /proc/PID/maps */
 	bool fp;	   /* no usable CFI: walk frame pointers through it */
 	int slot;	   /* BPF table slot, -1 when not loaded */
-	uint32_t first_row, n_rows;
-	uint64_t base; /* ELF address of row pc 0 */
+	uint32_t first_row, n_slots; /* unwind_rows the table holds: its rows, then its index */
+	uint64_t base;		     /* ELF address of row pc 0 */
 	struct load_seg load[MAX_LOADS];
 	int n_load;
 	uint32_t refs; /* processes whose mappings use the slot */
@@ -233,16 +233,16 @@ static uint32_t global_rule(struct op_unwinder *u, const struct op_unwind_rule *
 
 static void unload_table(struct op_unwinder *u, struct file_ent *f)
 {
-	struct op_unwind_table empty = { 0, 0 };
+	struct op_unwind_table empty = { 0 };
 	uint32_t slot;
 
 	if (f->slot < 0)
 		return;
 	slot = (uint32_t)f->slot;
 	bpf_map_update_elem(u->tables_fd, &slot, &empty, BPF_ANY); /* slot first */
-	rows_free(u, f->first_row, f->n_rows);
+	rows_free(u, f->first_row, f->n_slots);
 	u->slot_used[slot] = false;
-	u->table_bytes -= (uint64_t)f->n_rows * sizeof(struct op_unwind_row);
+	u->table_bytes -= (uint64_t)f->n_slots * sizeof(struct op_unwind_row);
 	f->slot = -1;
 	u->st.tables--;
 	u->st.evicted++;
@@ -261,7 +261,7 @@ static bool evict_one(struct op_unwinder *u)
 	}
 	if (!victim)
 		return false;
-	op_debug("unwind: evicting table %s (%u rows)", victim->id, victim->n_rows);
+	op_debug("unwind: evicting table %s (%u rows)", victim->id, victim->n_slots);
 	unload_table(u, victim);
 	return true;
 }
@@ -275,39 +275,55 @@ static uint64_t rows_obtainable(const struct op_unwinder *u)
 		n += u->free_ext[i].len;
 	for (int i = 0; i < u->n_files; i++)
 		if (u->files[i].slot >= 0 && !u->files[i].refs)
-			n += u->files[i].n_rows;
+			n += u->files[i].n_slots;
 	return n;
+}
+
+/* unwind_rows a table takes: its rows, then its bucket index, two entries a slot. */
+static size_t table_slots(const struct op_cfi_table *t, unsigned int *shift, size_t *n_index)
+{
+	*n_index = op_cfi_index_entries(t, shift);
+	return t->n_rows + (*n_index + 1) / 2;
 }
 
 static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op_cfi_table *t)
 {
-	struct op_unwind_table te;
-	uint32_t *map, slot, start;
+	struct op_unwind_table te = { 0 };
+	uint32_t *map, *index = NULL, slot, start, n_slots;
+	unsigned int shift;
+	size_t n_index, total = table_slots(t, &shift, &n_index);
 	int err;
 
-	if (t->n_rows > u->max_rows)
+	if (total > u->max_rows)
 		return -E2BIG;
+	n_slots = (uint32_t)total;
 	/* evict only when that makes room: never empty the map for a table that cannot fit */
-	if (t->n_rows > rows_obtainable(u))
+	if (n_slots > rows_obtainable(u))
 		return -ENOSPC;
 	for (;;) {
 		for (slot = 0; slot < u->max_tables && u->slot_used[slot]; slot++)
 			;
-		if (slot < u->max_tables && !rows_alloc(u, (uint32_t)t->n_rows, &start))
+		if (slot < u->max_tables && !rows_alloc(u, n_slots, &start))
 			break;
 		if (!evict_one(u))
 			return -ENOSPC;
 	}
 	map = malloc(t->n_rules * sizeof(*map));
-	if (!map) {
-		rows_free(u, start, (uint32_t)t->n_rows);
+	if (n_index)
+		index = calloc(n_index + 1, sizeof(*index)); /* + 1: a whole last slot */
+	if (!map || (n_index && !index)) {
+		free(map);
+		free(index);
+		rows_free(u, start, n_slots);
 		return -ENOMEM;
 	}
+	op_cfi_index_fill(t, shift, index, n_index);
 	for (size_t i = 0; i < t->n_rules; i++) {
 		map[i] = global_rule(u, &t->rules[i]);
 		if (map[i] == UINT32_MAX) {
 			free(map);
-			rows_free(u, start, (uint32_t)t->n_rows);
+			free(index);
+			rows_free(u, start, n_slots);
 			op_warn("unwind: rule table full (%u rules); %s walks by frame pointers",
 				u->n_rules, f->id);
 			return -ENOSPC;
@@ -316,7 +332,7 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 	{
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t lo = (size_t)start * sizeof(struct op_unwind_row);
-		size_t hi = lo + t->n_rows * sizeof(struct op_unwind_row);
+		size_t hi = lo + (size_t)n_slots * sizeof(struct op_unwind_row);
 		size_t off = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - off;
 		struct op_unwind_row *rows;
 		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd,
@@ -325,7 +341,8 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 		if (m == MAP_FAILED) {
 			err = -errno;
 			free(map);
-			rows_free(u, start, (uint32_t)t->n_rows);
+			free(index);
+			rows_free(u, start, n_slots);
 			op_warn("unwind: cannot map unwind rows: %s", strerror(-err));
 			return err;
 		}
@@ -334,23 +351,33 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 			rows[i].pc = t->rows[i].pc;
 			rows[i].rule = map[t->rows[i].rule];
 		}
+		for (size_t k = 0; k < n_index; k += 2) {
+			rows[t->n_rows + k / 2].pc = index[k];
+			rows[t->n_rows + k / 2].rule = index[k + 1];
+		}
 		munmap(m, len);
 	}
 	free(map);
+	free(index);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	te.first_row = start;
 	te.n_rows = (uint32_t)t->n_rows;
+	if (n_index) {
+		te.index_row = start + (uint32_t)t->n_rows;
+		te.n_buckets = (uint32_t)n_index - 1;
+		te.bucket_shift = shift;
+	}
 	err = bpf_map_update_elem(u->tables_fd, &slot, &te, BPF_ANY);
 	if (err) {
-		rows_free(u, start, (uint32_t)t->n_rows);
+		rows_free(u, start, n_slots);
 		return -errno;
 	}
 	u->slot_used[slot] = true;
 	f->slot = (int)slot;
 	f->first_row = start;
-	f->n_rows = (uint32_t)t->n_rows;
+	f->n_slots = n_slots;
 	f->base = t->base;
-	u->table_bytes += (uint64_t)t->n_rows * sizeof(struct op_unwind_row);
+	u->table_bytes += (uint64_t)n_slots * sizeof(struct op_unwind_row);
 	u->st.tables++;
 	return 0;
 }
@@ -377,6 +404,8 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 {
 	struct op_cfi_table *t = NULL;
 	uint64_t t0 = now_ns();
+	unsigned int shift;
+	size_t n_index;
 	Elf *elf;
 	int err;
 
@@ -399,17 +428,18 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 		u->st.tables_full++;
 	if (err == -E2BIG) {
 		op_warn("unwind: the table of %s has %zu rows, more than the %u the map holds; "
-			"its code is walked by frame pointers", f->id, t->n_rows, u->max_rows);
+			"its code is walked by frame pointers",
+			f->id, table_slots(t, &shift, &n_index), u->max_rows);
 		f->fp = true;
 	} else if (err) {
 		/* back off: without this every refresh of every process mapping it recompiles */
-		f->need_rows = (uint32_t)t->n_rows;
+		f->need_rows = (uint32_t)table_slots(t, &shift, &n_index);
 		f->backoff_ns = f->backoff_ns ? f->backoff_ns * 2 : RETRY_MIN_NS;
 		if (f->backoff_ns > RETRY_MAX_NS)
 			f->backoff_ns = RETRY_MAX_NS;
 		f->retry_ns = now_ns() + f->backoff_ns;
 		op_debug("unwind: cannot load the table of %s (%zu rows): %s; retrying in %llu s",
-			 f->id, t->n_rows, strerror(-err),
+			 f->id, table_slots(t, &shift, &n_index), strerror(-err),
 			 (unsigned long long)(f->backoff_ns / 1000000000ull));
 	} else {
 		f->need_rows = 0;
@@ -821,6 +851,8 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 		return NULL;
 	}
 	munmap(probe, rows_bytes);
+	/* samples of processes without tables wake the reader now (bpf/sampler.bpf.c) */
+	skel->bss->unwind_active = true;
 	/* the rule hash starts small and doubles with use (rule_hash_grow) */
 	u->rule_hash_cap = 4096;
 	/* free extents: a few at a time in practice; the list grows when fragmented */

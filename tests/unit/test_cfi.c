@@ -259,6 +259,57 @@ static void check_gaps(const struct op_cfi_table *t, struct cmp_stats *st, const
 		CHECK(op_cfi_lookup(t, st->fde[0].start - 1) == NULL);
 }
 
+/*
+ * The bucket index the BPF lookup narrows its search with (bpf/unwind.bpf.h, find_rule()):
+ * for every row-relative address of the table, and past its end, the rows of the address's
+ * bucket must hold the row op_cfi_lookup() finds; the index keeps to its share of the rows.
+ */
+static void check_index(const struct op_cfi_table *t, const char *what)
+{
+	unsigned int shift;
+	size_t n = op_cfi_index_entries(t, &shift), bad = 0;
+	uint32_t *idx, last = t->rows[t->n_rows - 1].pc;
+
+	if (!n) {
+		CHECK(t->n_rows < 2 * OP_UNWIND_ROWS_PER_INDEX_SLOT);
+		return;
+	}
+	CHECK(n <= t->n_rows / OP_UNWIND_ROWS_PER_INDEX_SLOT * 2);
+	CHECK(shift >= OP_UNWIND_MIN_BUCKET_SHIFT && shift <= OP_UNWIND_MAX_BUCKET_SHIFT);
+	CHECK_EQ((size_t)(last >> shift) + 2, n);
+	idx = malloc(n * sizeof(*idx));
+	REQUIRE(idx);
+	op_cfi_index_fill(t, shift, idx, n);
+	for (uint64_t rel = 0; rel <= (uint64_t)last + 4096; rel++) {
+		size_t b = rel >> shift, lo, hi;
+		const struct op_unwind_rule *want = op_cfi_lookup(t, t->base + rel), *got;
+
+		if (b >= n - 1)
+			b = n - 2;
+		lo = idx[b];
+		hi = idx[b + 1] + 1;
+		if (lo >= hi || hi > t->n_rows) {
+			bad++;
+			continue;
+		}
+		while (hi - lo > 1) { /* the BPF search, within the bucket */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->rows[mid].pc <= rel)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		got = t->rows[lo].pc <= rel ? &t->rules[t->rows[lo].rule] : NULL;
+		bad += got != want;
+	}
+	if (bad)
+		fprintf(stderr, "%s: %zu addresses found another row through the bucket index\n",
+			what, bad);
+	CHECK_EQ(bad, 0);
+	free(idx);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -288,6 +339,7 @@ static struct op_cfi_table *check_binary(const char *path, const char *section)
 	CHECK_EQ(t->n_unsupported, 0);
 	CHECK(t->n_fdes == st.fdes);
 	check_gaps(t, &st, path);
+	check_index(t, path);
 	printf("%s (%s): %zu FDEs, %zu readelf rows, %zu raw rows -> %zu rows, %zu rules, "
 	       "%zu bytes (%.2f bytes/row incl. rules), %.1f ms\n",
 	       path, section, t->n_fdes, st.rows, t->n_raw_rows, t->n_rows, t->n_rules,
