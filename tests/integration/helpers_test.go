@@ -89,8 +89,9 @@ func startWorkload(t *testing.T, name string, args ...string) *exec.Cmd {
 }
 
 // startRecording starts `otelprof record --verbose ARGS...` and returns once sampling is
-// attached (the "recording" line on stderr). The rest of stderr arrives on the channel when
-// the recorder ends; the recorder is killed at the end of the test if still running.
+// attached (the "recording" line on stderr). All of stderr (the lines up to "recording"
+// included) arrives on the channel when the recorder ends; the recorder is killed at the end
+// of the test if still running.
 func startRecording(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	cmd := exec.Command(buildPath(t, "otelprof"), append([]string{"record", "--verbose"}, args...)...)
@@ -115,7 +116,8 @@ func startRecording(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
 		}
 	}
 	rest := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
+	early := strings.Join(lines, "")
+	go func() { b, _ := io.ReadAll(br); rest <- early + string(b) }()
 	return cmd, rest
 }
 

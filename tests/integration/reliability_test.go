@@ -364,10 +364,24 @@ func TestReliabilityUnwindMapFull(t *testing.T) {
 		args = append(args, "--pid", strconv.Itoa(w.Process.Pid))
 	}
 	time.Sleep(300 * time.Millisecond)
+	out := filepath.Join(t.TempDir(), "out.pb.gz")
+	cmd, rest := startRecording(t, append(args, "--output", out)...)
 	// the first target exits 2.5 s into the recording, freeing its entry
-	killer := time.AfterFunc(2500*time.Millisecond, func() { ws[0].Process.Kill() })
-	defer killer.Stop()
-	p, st, stderr := recordStats(t, args...)
+	time.Sleep(2500 * time.Millisecond)
+	_ = ws[0].Process.Kill()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("otelprof %v: %v", args, err)
+	}
+	stderr := <-rest
+	p := parseProfile(t, out)
+	var st recStats
+	if m := wroteRe.FindStringSubmatch(stderr); m != nil {
+		st.samples, _ = strconv.ParseInt(m[1], 10, 64)
+		st.lost, _ = strconv.ParseInt(m[2], 10, 64)
+		st.dropped, _ = strconv.ParseInt(m[3], 10, 64)
+	} else {
+		t.Fatalf("no 'wrote N samples' line: %s", stderr)
+	}
 	m := mapsFullRe.FindStringSubmatch(stderr)
 	if m == nil {
 		t.Fatalf("no 'unwinder maps full' line with 4 targets and room for 2: the shortfall must be reported; stderr: %s", stderr)
