@@ -245,13 +245,12 @@ struct builder {
 /* Called for every row: two multiplies over the rule's two words, not a byte loop. */
 static uint64_t rule_hash(const struct op_unwind_rule *r)
 {
-	uint64_t w[2];
+	uint64_t w[2], h;
 
 	_Static_assert(sizeof(*r) == sizeof(w), "op_unwind_rule is two 64-bit words");
 	memcpy(w, r, sizeof(w));
-	w[0] = (w[0] ^ (w[0] >> 31)) * 0x9e3779b97f4a7c15ull;
-	w[1] = (w[1] ^ (w[1] >> 29)) * 0xbf58476d1ce4e5b9ull;
-	return (w[0] ^ (w[1] >> 7) ^ (w[0] >> 32)) * 0x94d049bb133111ebull;
+	h = (w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31); /* callers take the low bits: fold the well-mixed high ones in */
 }
 
 static int hash_grow(struct builder *b)
