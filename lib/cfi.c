@@ -312,19 +312,52 @@ static uint32_t intern_rule(struct builder *b, const struct op_unwind_rule *r)
  * the reader thread's arena (glibc raises its mmap threshold after the first such free), and
  * made most of the agent's resident memory until the next malloc_trim.
  */
+#if defined(__SANITIZE_ADDRESS__)
+#define BIG_FROM_MALLOC 1 /* AddressSanitizer checks the bounds of malloc'd blocks only */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BIG_FROM_MALLOC 1
+#endif
+#endif
+
 static void *big_resize(void *p, size_t old_bytes, size_t new_bytes)
 {
+#ifdef BIG_FROM_MALLOC
+	(void)old_bytes;
+	return realloc(p, new_bytes);
+#else
 	void *n = p ? mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE)
 		    : mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 			   0);
 
 	return n == MAP_FAILED ? NULL : n;
+#endif
+}
+
+/* Give back what lies past @new_bytes; the block stays where it is. */
+static void big_shrink(void *p, size_t old_bytes, size_t new_bytes)
+{
+#ifdef BIG_FROM_MALLOC
+	(void)p, (void)old_bytes, (void)new_bytes;
+#else
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t keep = (new_bytes + page - 1) & ~(page - 1);
+	size_t all = (old_bytes + page - 1) & ~(page - 1);
+
+	if (keep < all)
+		munmap((char *)p + keep, all - keep);
+#endif
 }
 
 static void big_free(void *p, size_t bytes)
 {
+#ifdef BIG_FROM_MALLOC
+	(void)bytes;
+	free(p);
+#else
 	if (p && bytes)
 		munmap(p, bytes);
+#endif
 }
 
 static void push_row(struct builder *b, uint64_t pc, uint32_t rule, bool end_marker)
@@ -1081,15 +1114,8 @@ static int finish(struct builder *b, enum op_cfi_source src, size_t n_fdes,
 		free(t);
 		return -E2BIG;
 	}
-	{
-		/* give back the pages past the merged rows: op_cfi_table_free() unmaps n rows */
-		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		size_t keep = (n * sizeof(*t->rows) + page - 1) & ~(page - 1);
-		size_t all = (b->n_rows * sizeof(*t->rows) + page - 1) & ~(page - 1);
-
-		if (keep < all)
-			munmap((char *)t->rows + keep, all - keep);
-	}
+	/* op_cfi_table_free() releases n rows */
+	big_shrink(t->rows, b->n_rows * sizeof(*t->rows), n * sizeof(*t->rows));
 	t->n_rows = n;
 	t->n_raw_rows = b->n_rows;
 	t->rules = b->rules;
