@@ -134,7 +134,10 @@ struct otelprof_opts {
 	size_t pid_cnt;
 	/* OTELPROF_F_* */
 	unsigned int flags;
-	/* BPF ring buffer size in bytes (power of two >= 64 KiB); 0 = 4 MiB. */
+	/*
+	 * BPF ring buffer size in bytes (power of two >= 64 KiB); 0 = 1 MiB per online CPU,
+	 * from 1 to 4 MiB. It counts twice in resident memory (mapped twice).
+	 */
 	size_t ringbuf_bytes;
 };
 

@@ -76,6 +76,7 @@ struct otelprof {
 	pthread_mutex_t q_lock; /* the queue */
 	pthread_cond_t q_cond;
 	struct trace_queue queue;
+	bool queued; /* reader only: records queued since it last woke the symbolizer */
 	pthread_t symbolizer;
 	struct exec_snap *ghosts; /* exited before symbolization; under lock */
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
@@ -619,9 +620,9 @@ static void enqueue(struct otelprof *p, const void *data, size_t size)
 
 	pthread_mutex_lock(&p->q_lock);
 	err = queue_push(&p->queue, data, size);
-	if (!err)
-		pthread_cond_signal(&p->q_cond);
 	pthread_mutex_unlock(&p->q_lock);
+	if (!err)
+		p->queued = true; /* the symbolizer is woken once per poll (reader_main) */
 	if (err) {
 		pthread_mutex_lock(&p->lock);
 		handle_queued(p, data, size);
@@ -747,9 +748,21 @@ static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
 
-	/* 100 ms: how late a sample committed without a wakeup reaches the profile */
+	/*
+	 * Ordinary samples are committed without a wakeup (bpf/sampler.bpf.c): the poll returns
+	 * on its 100 ms timeout with a batch, or at once for what cannot wait (exec, a process
+	 * to load). The symbolizer is woken once per poll, not once per record.
+	 */
 	while (!atomic_load(&p->stopping)) {
-		if (op_sampler_poll(p->sampler, 100) < 0 && errno != EINTR)
+		int n = op_sampler_poll(p->sampler, 100);
+
+		if (p->queued) {
+			p->queued = false;
+			pthread_mutex_lock(&p->q_lock);
+			pthread_cond_signal(&p->q_cond);
+			pthread_mutex_unlock(&p->q_lock);
+		}
+		if (n < 0)
 			usleep(10000);
 	}
 	return NULL;

@@ -25,12 +25,28 @@ struct op_sampler {
 	bool attached;
 };
 
+/*
+ * The default ring buffer: 1 MiB per online CPU, a power of two from 1 to 4 MiB. Its pages
+ * are allocated at load and mapped twice into this process, so the buffer counts double in
+ * resident memory (8 MiB for the former flat 4 MiB). A CPU writes at most ~1 MiB/s (999 Hz
+ * of 128-frame stacks), so each CPU's share holds about a second of a stalled reader.
+ */
+static size_t default_ringbuf(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t bytes = 1 << 20;
+
+	while (bytes < (4u << 20) && cpus > 0 && bytes < (size_t)cpus << 20)
+		bytes <<= 1;
+	return bytes;
+}
+
 static int size_ringbuf(size_t bytes)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
 
 	if (!bytes)
-		bytes = 4 << 20;
+		bytes = default_ringbuf();
 	if (bytes < 64 << 10 || (bytes & (bytes - 1)) || bytes % page)
 		return -1;
 	return 0;
@@ -105,13 +121,14 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
-				 opts->ringbuf_bytes ? opts->ringbuf_bytes : 4 << 20);
+				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
 	/*
 	 * Most records do not wake the reader (bpf/sampler.bpf.c, wakeup_flags()): it drains the
 	 * ring on its poll timeout, or once an eighth of the ring is pending, which leaves the
 	 * rest for the records that arrive while it catches up.
 	 */
-	s->skel->rodata->wakeup_bytes = (opts->ringbuf_bytes ? opts->ringbuf_bytes : 4 << 20) / 8;
+	s->skel->rodata->wakeup_bytes =
+		(opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf()) / 8;
 
 	err = set_unwind_procs(s->skel);
 	if (err)

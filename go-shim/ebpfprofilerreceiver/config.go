@@ -53,7 +53,8 @@ type Config struct {
 	FramePointersOnly bool `mapstructure:"frame_pointers_only"`
 
 	// RingBufferBytes sizes the kernel-to-user ring buffer: a power of two, at least 65536;
-	// 0 (the default) = 4 MiB. Raise it if the `lost` counter grows.
+	// 0 (the default) = 1 MiB per online CPU, from 1 to 4 MiB. Raise it if the `lost`
+	// counter grows.
 	RingBufferBytes int `mapstructure:"ring_buffer_bytes"`
 
 	// ErrorMode is what a failure to load or attach the profiler does: `propagate` (default)
@@ -102,7 +103,7 @@ func (cfg *Config) Validate() error {
 		seen[pid] = true
 	}
 	if n := cfg.RingBufferBytes; n != 0 && (n < 65536 || n&(n-1) != 0) {
-		errs = append(errs, fmt.Errorf("ring_buffer_bytes: must be 0 (4 MiB) or a power of two "+
+		errs = append(errs, fmt.Errorf("ring_buffer_bytes: must be 0 (1 MiB per CPU, up to 4 MiB) or a power of two "+
 			">= 65536, got %d", n))
 	}
 	switch cfg.ErrorMode {

@@ -41,7 +41,8 @@ type Options struct {
 	NoSymbolize bool
 	// FramePointers walks user stacks with frame pointers only (OTELPROF_F_FRAME_POINTERS).
 	FramePointers bool
-	// RingBufferBytes sizes the BPF ring buffer (power of two >= 64 KiB; 0 = 4 MiB).
+	// RingBufferBytes sizes the BPF ring buffer (power of two >= 64 KiB; 0 = 1 MiB per
+	// online CPU, from 1 to 4 MiB).
 	RingBufferBytes int
 }
 
