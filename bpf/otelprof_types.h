@@ -11,9 +11,9 @@
 #endif
 
 #define OP_MAX_KERNEL_FRAMES 64
-#define OP_MAX_USER_FRAMES 128
-#define OP_COMM_LEN 16
-#define OP_MAX_TARGET_PIDS 4096
+#define OP_MAX_USER_FRAMES   128
+#define OP_COMM_LEN	     16
+#define OP_MAX_TARGET_PIDS   4096
 
 enum op_event_type {
 	OP_EV_TRACE = 1,
@@ -22,15 +22,15 @@ enum op_event_type {
 };
 
 /* op_trace.flags */
-#define OP_TRACE_USER_TRUNCATED (1u << 0)  /* more user frames than OP_MAX_USER_FRAMES */
-#define OP_TRACE_KERNEL_MODE (1u << 1)	   /* sample interrupted kernel code */
+#define OP_TRACE_USER_TRUNCATED (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
+#define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
 
 /* Indices of the per-CPU counters map (sampler.bpf.c `counters`). */
 enum op_counter {
-	OP_CNT_SAMPLES = 0,    /* programme runs that produced a record */
-	OP_CNT_LOST = 1,       /* ring buffer full */
-	OP_CNT_FILTERED = 2,   /* not a target pid */
-	OP_CNT_IDLE = 3,       /* idle task (pid 0) skipped */
+	OP_CNT_SAMPLES = 0,	 /* programme runs that produced a record */
+	OP_CNT_LOST = 1,	 /* ring buffer full */
+	OP_CNT_FILTERED = 2,	 /* not a target pid */
+	OP_CNT_IDLE = 3,	 /* idle task (pid 0) skipped */
 	OP_CNT_UNWIND_BASE = 16, /* + enum otelprof_unwind_error */
 	OP_CNT_MAX = 32,
 };

@@ -141,8 +141,8 @@ struct user_regs {
  * fields are read directly: the verifier rewrites those loads), else from the task's saved
  * pt_regs. False for kernel threads, which have no user context.
  */
-static __always_inline bool get_user_regs(struct bpf_perf_event_data *ctx,
-					  struct task_struct *task, struct user_regs *r)
+static __always_inline bool get_user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
+					  struct user_regs *r)
 {
 	struct pt_regs *regs;
 

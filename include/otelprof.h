@@ -55,9 +55,9 @@ extern "C" {
 #define OTELPROF_API __attribute__((visibility("default")))
 #endif
 
-#define OTELPROF_VERSION_MAJOR 0
-#define OTELPROF_VERSION_MINOR 1
-#define OTELPROF_VERSION_PATCH 0
+#define OTELPROF_VERSION_MAJOR	0
+#define OTELPROF_VERSION_MINOR	1
+#define OTELPROF_VERSION_PATCH	0
 #define OTELPROF_VERSION_STRING "0.1.0"
 #define OTELPROF_VERSION_NUMBER \
 	(OTELPROF_VERSION_MAJOR * 10000 + OTELPROF_VERSION_MINOR * 100 + OTELPROF_VERSION_PATCH)
@@ -113,12 +113,12 @@ OTELPROF_API otelprof_log_fn otelprof_set_log(otelprof_log_fn fn, void *ctx,
 					      enum otelprof_log_level max_level);
 
 /* Flags for otelprof_opts.flags. */
-#define OTELPROF_F_NO_KERNEL_STACKS (1u << 0)  /* do not record kernel frames */
-#define OTELPROF_F_NO_SYMBOLIZE (1u << 1)      /* addresses + build ids only, no names */
-#define OTELPROF_F_FRAME_POINTERS (1u << 2)    /* walk user stacks with frame pointers only */
+#define OTELPROF_F_NO_KERNEL_STACKS (1u << 0) /* do not record kernel frames */
+#define OTELPROF_F_NO_SYMBOLIZE	    (1u << 1) /* addresses + build ids only, no names */
+#define OTELPROF_F_FRAME_POINTERS   (1u << 2) /* walk user stacks with frame pointers only */
 
 #define OTELPROF_DEFAULT_FREQUENCY 20
-#define OTELPROF_MAX_FREQUENCY 10000
+#define OTELPROF_MAX_FREQUENCY	   10000
 
 /*
  * struct otelprof_opts - options for otelprof_open(). Set @sz to sizeof(struct otelprof_opts)
@@ -141,7 +141,10 @@ struct otelprof_opts {
 	size_t ringbuf_bytes;
 };
 
-#define OTELPROF_OPTS_INIT { .sz = sizeof(struct otelprof_opts) }
+#define OTELPROF_OPTS_INIT                         \
+	{                                          \
+		.sz = sizeof(struct otelprof_opts) \
+	}
 
 /* Opaque profiler handle. */
 struct otelprof;
@@ -195,14 +198,14 @@ OTELPROF_API void otelprof_buf_free(void *data);
 /* Why a user stack walk ended early; indices of otelprof_stats.unwind_errors. */
 enum otelprof_unwind_error {
 	OTELPROF_UNWIND_OK = 0,
-	OTELPROF_UNWIND_NO_TABLE = 1,	   /* no unwind table for the binary (fell back or stopped) */
-	OTELPROF_UNWIND_PC_NOT_COVERED = 2, /* PC outside every known table row */
-	OTELPROF_UNWIND_BAD_MEMORY = 3,	   /* user stack memory unreadable */
-	OTELPROF_UNWIND_DEPTH_LIMIT = 4,   /* more frames than the walk allows (truncated) */
-	OTELPROF_UNWIND_VERIFIER_LIMIT = 5, /* loop/tail-call budget exhausted */
+	OTELPROF_UNWIND_NO_TABLE = 1, /* no unwind table for the binary (fell back or stopped) */
+	OTELPROF_UNWIND_PC_NOT_COVERED = 2,  /* PC outside every known table row */
+	OTELPROF_UNWIND_BAD_MEMORY = 3,	     /* user stack memory unreadable */
+	OTELPROF_UNWIND_DEPTH_LIMIT = 4,     /* more frames than the walk allows (truncated) */
+	OTELPROF_UNWIND_VERIFIER_LIMIT = 5,  /* loop/tail-call budget exhausted */
 	OTELPROF_UNWIND_UNKNOWN_MAPPING = 6, /* PC in anonymous/JIT memory without CFI */
-	OTELPROF_UNWIND_BAD_RULE = 7,	   /* unsupported CFA/return-address rule */
-	OTELPROF_UNWIND_NO_USER_REGS = 8,  /* kernel thread or registers unavailable */
+	OTELPROF_UNWIND_BAD_RULE = 7,	     /* unsupported CFA/return-address rule */
+	OTELPROF_UNWIND_NO_USER_REGS = 8,    /* kernel thread or registers unavailable */
 	OTELPROF_UNWIND_ERROR_MAX = 16,
 };
 
@@ -215,14 +218,14 @@ OTELPROF_API const char *otelprof_unwind_error_name(int reason);
  */
 struct otelprof_stats {
 	size_t sz;
-	uint64_t samples;	   /* samples received from the kernel */
-	uint64_t lost;		   /* samples the kernel could not queue (ring buffer full) */
-	uint64_t dropped;	   /* samples discarded in user space (e.g. memory bound) */
-	uint64_t collected;	   /* samples handed out by otelprof_collect() */
-	uint64_t processes;	   /* processes currently tracked */
-	uint64_t kernel_frames;	   /* kernel frames recorded */
-	uint64_t user_frames;	   /* user frames recorded */
-	uint64_t unsymbolized;	   /* frames left as mapping + address */
+	uint64_t samples;	     /* samples received from the kernel */
+	uint64_t lost;		     /* samples the kernel could not queue (ring buffer full) */
+	uint64_t dropped;	     /* samples discarded in user space (e.g. memory bound) */
+	uint64_t collected;	     /* samples handed out by otelprof_collect() */
+	uint64_t processes;	     /* processes currently tracked */
+	uint64_t kernel_frames;	     /* kernel frames recorded */
+	uint64_t user_frames;	     /* user frames recorded */
+	uint64_t unsymbolized;	     /* frames left as mapping + address */
 	uint64_t unwind_table_bytes; /* bytes of unwind tables loaded into BPF maps */
 	uint64_t unwind_errors[OTELPROF_UNWIND_ERROR_MAX];
 	/*

@@ -31,9 +31,9 @@
 
 struct op_gopcln {
 	const uint8_t *mem; /* the table in an ELF image that outlives this (op_gopcln_open_mem) */
-	int fd;		   /* else the file, dup()ed */
-	uint64_t file_off; /* of the pclntab in the file */
-	uint8_t *ftab;	   /* copy of the function table: (nfunc + 1) * 8 bytes */
+	int fd;		    /* else the file, dup()ed */
+	uint64_t file_off;  /* of the pclntab in the file */
+	uint8_t *ftab;	    /* copy of the function table: (nfunc + 1) * 8 bytes */
 	size_t size;
 	uint32_t magic;
 	uint8_t minlc, ptrsize;
@@ -197,8 +197,7 @@ static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uin
  * a pointer to the pclntab header. Found in an allocated data section and accepted only when
  * text <= minpc and the functions (@code_len bytes from text) end by etext. False if none.
  */
-static bool find_moduledata(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len,
-			    uint64_t w[MD_WORDS])
+static bool find_moduledata(Elf *elf, uint64_t pcln_vaddr, uint32_t code_len, uint64_t w[MD_WORDS])
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -562,7 +561,8 @@ int op_gopcln_spdeltas(struct op_gopcln *g,
 		int32_t val = -1;
 		bool first = true;
 
-		if (!rd32(g, g->functab + i * 8, &e) || !rd32(g, g->functab + i * 8 + 4, &funcoff) ||
+		if (!rd32(g, g->functab + i * 8, &e) ||
+		    !rd32(g, g->functab + i * 8 + 4, &funcoff) ||
 		    !rd32(g, g->functab + (i + 1) * 8, &next) || next < e || next > end)
 			return -EINVAL;
 		/* _func: entryOff, nameOff, args, deferreturn, pcsp, ... */

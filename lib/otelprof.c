@@ -79,7 +79,7 @@ struct otelprof {
 	bool queued; /* reader only: records queued since it last woke the symbolizer */
 	pthread_t symbolizer;
 	struct exec_snap *ghosts; /* exited before symbolization; under lock */
-	int64_t mono_to_unix_ns; /* unix = monotonic + this */
+	int64_t mono_to_unix_ns;  /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
 	pthread_mutex_t state_lock; /* serialises start/stop */
@@ -105,7 +105,8 @@ OTELPROF_API const char *otelprof_strerror(int err)
 			"kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel built "
 			"with CONFIG_DEBUG_INFO_BTF=y",
 		[OTELPROF_ERR_BPF_LOAD - OTELPROF_ERR_BASE] =
-			"cannot load the BPF programs (the log at debug level has the verifier output)",
+			"cannot load the BPF programs (the log at debug level has the verifier "
+			"output)",
 		[OTELPROF_ERR_PERF_EVENT - OTELPROF_ERR_BASE] =
 			"cannot open or attach the cpu-clock perf event",
 		[OTELPROF_ERR_NO_SUCH_PID - OTELPROF_ERR_BASE] = "no such process",
@@ -213,7 +214,8 @@ static int check_privileges(void)
 	}
 	if (optional[0])
 		op_warn("missing capabilities: %s: other processes' binaries or kernel symbols may "
-			"not resolve (grant them for complete profiles)", optional);
+			"not resolve (grant them for complete profiles)",
+			optional);
 	return 0;
 }
 
@@ -232,9 +234,11 @@ static int validate_opts(const struct otelprof_opts *in, struct otelprof_opts *o
 		return -OTELPROF_ERR_OPTS;
 	}
 	if (sz > sizeof(*out)) {
-		for (const char *p = (const char *)in + sizeof(*out); p < (const char *)in + sz; p++)
+		for (const char *p = (const char *)in + sizeof(*out); p < (const char *)in + sz;
+		     p++)
 			if (*p) {
-				op_err("invalid options: fields unknown to library version %s are set",
+				op_err("invalid options: fields unknown to library version %s are "
+				       "set",
 				       OTELPROF_VERSION_STRING);
 				return -OTELPROF_ERR_OPTS;
 			}
@@ -258,15 +262,17 @@ defaults:
 		op_err("too many target pids (%zu): at most %d", out->pid_cnt, OP_MAX_TARGET_PIDS);
 		return -OTELPROF_ERR_OPTS;
 	}
-	if (out->flags & ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE |
-			   OTELPROF_F_FRAME_POINTERS)) {
+	if (out->flags &
+	    ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE | OTELPROF_F_FRAME_POINTERS)) {
 		op_err("invalid options: unknown flags 0x%x", out->flags);
 		return -OTELPROF_ERR_OPTS;
 	}
 	for (size_t i = 0; i < out->pid_cnt; i++) {
 		if (out->pids[i] <= 0 || (kill(out->pids[i], 0) && errno == ESRCH)) {
-			op_err("no such process: pid %d (check the pid, or omit pids to profile the "
-			       "whole system)", out->pids[i]);
+			op_err("no such process: pid %d (check the pid, or omit pids to profile "
+			       "the "
+			       "whole system)",
+			       out->pids[i]);
 			return -OTELPROF_ERR_NO_SUCH_PID;
 		}
 	}
@@ -322,8 +328,7 @@ static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
  * One user frame. @leaf: the interrupted PC; other frames are return addresses, looked up
  * at addr - 1 so the call instruction (and its line) is what gets named.
  */
-static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t addr,
-			      bool leaf)
+static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t addr, bool leaf)
 {
 	struct op_line_desc lines[OP_MAX_INLINE];
 	struct op_sym_result sr;
@@ -674,12 +679,15 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 			vcap = nc;
 		}
 		v = &sn->proc.vmas[sn->proc.n_vmas++];
-		*v = (struct op_vma){ .start = m->start, .end = m->end, .offset = m->offset,
-				      .deleted = m->deleted, .file_tried = true };
+		*v = (struct op_vma){ .start = m->start,
+				      .end = m->end,
+				      .offset = m->offset,
+				      .deleted = m->deleted,
+				      .file_tried = true };
 		if (m->path[0])
 			v->path = strdup(m->path);
-		if (v->path && !m->deleted && ((exe && !strcmp(v->path, exe)) ||
-					       !strcmp(v->path, "[vdso]")))
+		if (v->path && !m->deleted &&
+		    ((exe && !strcmp(v->path, exe)) || !strcmp(v->path, "[vdso]")))
 			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
 	}
 	free(line);
@@ -875,7 +883,8 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	if (!(p->flags & OTELPROF_F_FRAME_POINTERS)) {
 		p->unwinder = op_unwinder_new(op_sampler_skel(p->sampler));
 		if (!p->unwinder)
-			op_warn("cfi unwinder unavailable (%s): user stacks use frame pointers only",
+			op_warn("cfi unwinder unavailable (%s): user stacks use frame pointers "
+				"only",
 				strerror(errno));
 	}
 	/* Read the targets' maps now, while they surely exist. */

@@ -32,8 +32,8 @@ struct op_profile;
 #define OP_PROFILE_ERR UINT32_MAX
 
 struct op_profile_opts {
-	uint64_t period_ns;   /* sampling period: 1e9 / frequency */
-	uint64_t start_ns;    /* wall-clock (unix) start of the profile */
+	uint64_t period_ns; /* sampling period: 1e9 / frequency */
+	uint64_t start_ns;  /* wall-clock (unix) start of the profile */
 	const char *scope_name;
 	const char *scope_version;
 };
@@ -48,11 +48,11 @@ struct op_mapping_desc {
 	uint64_t memory_start;
 	uint64_t memory_limit;
 	uint64_t file_offset;
-	const char *filename;	   /* path as the process sees it */
-	const char *build_id_gnu;  /* hex, or NULL */
-	const char *build_id_go;   /* Go build id string, or NULL */
+	const char *filename;	      /* path as the process sees it */
+	const char *build_id_gnu;     /* hex, or NULL */
+	const char *build_id_go;      /* Go build id string, or NULL */
 	const char *build_id_htlhash; /* hex, or NULL */
-	int has_functions;	   /* symbolized */
+	int has_functions;	      /* symbolized */
 	int has_line_numbers;
 	int has_inline_frames;
 };
@@ -94,16 +94,16 @@ struct op_process_desc {
 	int32_t pid;
 	const char *executable_name; /* comm of the thread-group leader or basename of exe */
 	const char *executable_path;
-	const char *container_id;    /* NULL outside containers */
+	const char *container_id; /* NULL outside containers */
 };
 
 struct op_sample_desc {
-	uint32_t stack;		/* from op_profile_stack() */
+	uint32_t stack; /* from op_profile_stack() */
 	const struct op_process_desc *process;
 	int32_t tid;
 	const char *thread_name;
 	int32_t cpu;
-	uint64_t timestamp_ns;	/* unix nanoseconds */
+	uint64_t timestamp_ns; /* unix nanoseconds */
 };
 
 /*

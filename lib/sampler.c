@@ -78,7 +78,8 @@ static int set_unwind_procs(struct sampler_bpf *skel)
 	n = strtoul(v, &end, 10);
 	if (errno || *end || n < 1 || n > (1u << 22)) {
 		op_err("OTELPROF_UNWIND_MAX_PROCS=%s: want a number of processes from 1 to %u "
-		       "(unset it for the default 16384)", v, 1u << 22);
+		       "(unset it for the default 16384)",
+		       v, 1u << 22);
 		return -EINVAL;
 	}
 	return bpf_map__set_max_entries(skel->maps.unwind_procs, (__u32)n);
@@ -141,7 +142,8 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 			       "CAP_BPF and CAP_PERFMON)");
 		else
 			op_err("cannot load BPF program: %s (set the log level to debug for the "
-			       "verifier output)", strerror(-err));
+			       "verifier output)",
+			       strerror(-err));
 		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
 		goto fail;
 	}
@@ -241,7 +243,8 @@ int op_sampler_attach(struct op_sampler *s)
 			err = -errno;
 			if (err == -EACCES || err == -EPERM)
 				op_err("cannot open the cpu-clock perf event on cpu %d: permission "
-				       "denied (run as root or grant CAP_PERFMON)", cpu);
+				       "denied (run as root or grant CAP_PERFMON)",
+				       cpu);
 			else
 				op_err("cannot open the cpu-clock perf event on cpu %d: %s", cpu,
 				       strerror(-err));
@@ -249,7 +252,8 @@ int op_sampler_attach(struct op_sampler *s)
 			goto out;
 		}
 		s->perf_fds[cpu] = fd;
-		s->perf_links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, fd);
+		s->perf_links[cpu] =
+			bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, fd);
 		if (!s->perf_links[cpu]) {
 			err = -errno;
 			op_err("cannot attach the sampler to cpu %d: %s", cpu, strerror(-err));

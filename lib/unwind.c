@@ -4,10 +4,11 @@
  *
  * Tables live in the sampler object's maps: unwind_rows (one big array, each table a
  * contiguous range handed out first-fit, written through a mapping of just that range that
- * is dropped right after, so the array does not count in this process's resident memory), unwind_rules (shared and deduplicated
- * across every table, never evicted), unwind_tables (slot → row range) and unwind_procs
- * (pid → sorted executable mappings). A table is written rows first, slot last, and
- * evicted slot first, so the BPF walk never follows a slot into rows being rewritten.
+ * is dropped right after, so the array does not count in this process's resident memory),
+ * unwind_rules (shared and deduplicated across every table, never evicted), unwind_tables (slot →
+ * row range) and unwind_procs (pid → sorted executable mappings). A table is written rows first,
+ * slot last, and evicted slot first, so the BPF walk never follows a slot into rows being
+ * rewritten.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,17 +55,17 @@ struct load_seg {
 
 /* One binary. */
 struct file_ent {
-	char id[48];	   /* build id or content hash (cfi.h), "" for a failed open */
-	uint64_t dev, ino; /* as in /proc/PID/maps */
-	bool fp;	   /* no usable CFI: walk frame pointers through it */
-	int slot;	   /* BPF table slot, -1 when not loaded */
+	char id[48];		     /* build id or content hash (cfi.h), "" for a failed open */
+	uint64_t dev, ino;	     /* as in /proc/PID/maps */
+	bool fp;		     /* no usable CFI: walk frame pointers through it */
+	int slot;		     /* BPF table slot, -1 when not loaded */
 	uint32_t first_row, n_slots; /* unwind_rows the table holds: its rows, then its index */
 	uint64_t base;		     /* ELF address of row pc 0 */
 	struct load_seg load[MAX_LOADS];
 	int n_load;
 	uint32_t refs; /* processes whose mappings use the slot */
 	uint64_t last_used_ns;
-	uint32_t need_rows;	     /* rows of a table that did not fit, 0 if none */
+	uint32_t need_rows;	       /* rows of a table that did not fit, 0 if none */
 	uint64_t retry_ns, backoff_ns; /* when (and after how long) to compile it again */
 };
 
@@ -72,8 +73,8 @@ struct proc_ent {
 	struct proc_ent *next;
 	int pid;
 	uint64_t refreshed_ns;
-	unsigned int quick; /* quick refreshes done */
-	bool unstored;	    /* unwind_procs had no room for it at the last refresh */
+	unsigned int quick;	    /* quick refreshes done */
+	bool unstored;		    /* unwind_procs had no room for it at the last refresh */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -335,8 +336,8 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 		size_t hi = lo + (size_t)n_slots * sizeof(struct op_unwind_row);
 		size_t off = lo & ~(page - 1), len = ((hi + page - 1) & ~(page - 1)) - off;
 		struct op_unwind_row *rows;
-		char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd,
-			       (off_t)off);
+		char *m =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, (off_t)off);
 
 		if (m == MAP_FAILED) {
 			err = -errno;
@@ -470,7 +471,6 @@ static struct file_ent *new_file(struct op_unwinder *u)
 	f->slot = -1;
 	return f;
 }
-
 
 static int vdso_file(struct op_unwinder *u)
 {
@@ -699,8 +699,10 @@ static int refresh(struct op_unwinder *u, int pid)
 		 * eviction can reclaim tables only it used */
 		proc_drop_refs(u, p);
 		if (u->st.procs_full == 1) /* once: the counter tells the rest */
-			op_warn("unwind: cannot store the mappings of pid %d: %s (the BPF map holds "
-				"%u processes; set OTELPROF_UNWIND_MAX_PROCS to raise it); processes "
+			op_warn("unwind: cannot store the mappings of pid %d: %s (the BPF map "
+				"holds "
+				"%u processes; set OTELPROF_UNWIND_MAX_PROCS to raise it); "
+				"processes "
 				"that do not fit are unwound by frame pointers and counted",
 				pid, strerror(-err), u->max_procs);
 		else

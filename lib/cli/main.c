@@ -17,8 +17,8 @@
 #include "otelprof.h"
 
 #define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
-#define MAX_PIDS 4096
+#define EXIT_USAGE   2
+#define MAX_PIDS     4096
 
 static const char *prog = "otelprof";
 static volatile sig_atomic_t stop_requested;
@@ -240,8 +240,10 @@ static int cmd_record(int argc, char **argv)
 	if (strcmp(output, "-")) {
 		fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			fprintf(stderr, "%s: cannot write output file %s: %s (choose another path "
-				"with --output)\n", prog, output, strerror(errno));
+			fprintf(stderr,
+				"%s: cannot write output file %s: %s (choose another path "
+				"with --output)\n",
+				prog, output, strerror(errno));
 			return EXIT_RUNTIME;
 		}
 	} else {
@@ -277,15 +279,17 @@ static int cmd_record(int argc, char **argv)
 
 		nanosleep(&tick, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (duration && (now.tv_sec - t0.tv_sec) * 1000000000L +
-					(now.tv_nsec - t0.tv_nsec) >= duration * 1000000000L)
+		if (duration &&
+		    (now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) >=
+			    duration * 1000000000L)
 			break;
 	}
 	otelprof_stop(p);
 	otelprof_get_stats(p, &st);
 	err = otelprof_collect(p, format, &buf, &len);
 	if (err) {
-		fprintf(stderr, "%s: cannot encode the profile: %s\n", prog, otelprof_strerror(err));
+		fprintf(stderr, "%s: cannot encode the profile: %s\n", prog,
+			otelprof_strerror(err));
 		goto cleanup;
 	}
 	err = write_all(fd, buf, len);
@@ -296,7 +300,8 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (verbosity >= OTELPROF_LOG_WARN)
 		fprintf(stderr,
-			"%s: wrote %llu samples (%llu lost, %llu dropped) from %llu processes to %s\n",
+			"%s: wrote %llu samples (%llu lost, %llu dropped) from %llu processes to "
+			"%s\n",
 			prog, (unsigned long long)st.samples, (unsigned long long)st.lost,
 			(unsigned long long)st.dropped, (unsigned long long)st.processes,
 			strcmp(output, "-") ? output : "stdout");
