@@ -279,30 +279,46 @@ static bool parse_header(struct op_gopcln *g, Elf *elf, const uint8_t *base, siz
 	return true;
 }
 
+/*
+ * The table of @elf read through @fd (owned: closed on failure), or, with @fd < 0, in the ELF
+ * image itself. @what names the file in a debug message. *@base: the table's bytes.
+ */
+static struct op_gopcln *open_table(Elf *elf, int fd, const char *what, const uint8_t **base)
+{
+	struct op_gopcln *g;
+	size_t size = 0;
+	uint64_t file_off = 0, vaddr = 0;
+
+	*base = find_table(elf, &size, &file_off, &vaddr);
+	g = *base && size <= MAX_PCLNTAB ? calloc(1, sizeof(*g)) : NULL;
+	if (!g) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	g->fd = fd;
+	g->file_off = file_off;
+	g->mem = fd < 0 ? *base : NULL;
+	if (!parse_header(g, elf, *base, size, vaddr)) {
+		op_debug("malformed .gopclntab in %s", what ? what : "?");
+		op_gopcln_free(g);
+		return NULL;
+	}
+	return g;
+}
+
 struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 {
 	struct op_gopcln *g;
 	const uint8_t *base;
-	size_t size = 0;
-	uint64_t file_off = 0, vaddr = 0;
+	int fd = f->fd >= 0 ? dup(f->fd) : -1;
 
-	base = find_table(elf, &size, &file_off, &vaddr);
-	if (!base || size > MAX_PCLNTAB)
+	if (fd < 0)
 		return NULL;
-	g = calloc(1, sizeof(*g));
+	g = open_table(elf, fd, f->path, &base);
 	if (!g)
 		return NULL;
-	g->fd = f->fd >= 0 ? dup(f->fd) : -1;
-	if (g->fd < 0) {
-		free(g);
-		return NULL;
-	}
-	g->file_off = file_off;
-	if (!parse_header(g, elf, base, size, vaddr)) {
-		op_debug("malformed .gopclntab in %s", f->path ? f->path : "?");
-		op_gopcln_free(g);
-		return NULL;
-	}
+	/* the function table is searched on every lookup: keep it in memory */
 	g->ftab = malloc((g->nfunc + 1) * 8);
 	if (!g->ftab) {
 		op_gopcln_free(g);
@@ -314,24 +330,9 @@ struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f)
 
 struct op_gopcln *op_gopcln_open_mem(Elf *elf)
 {
-	struct op_gopcln *g;
 	const uint8_t *base;
-	size_t size = 0;
-	uint64_t file_off = 0, vaddr = 0;
 
-	base = find_table(elf, &size, &file_off, &vaddr);
-	if (!base || size > MAX_PCLNTAB)
-		return NULL;
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	g->fd = -1;
-	g->mem = base;
-	if (!parse_header(g, elf, base, size, vaddr)) {
-		free(g);
-		return NULL;
-	}
-	return g;
+	return open_table(elf, -1, NULL, &base);
 }
 
 void op_gopcln_free(struct op_gopcln *g)

@@ -39,6 +39,23 @@ func TestE2EExporterQueueFull(t *testing.T) { testExporterOutage(t, false) }
 
 func TestE2EExporterBlocked(t *testing.T) { testExporterOutage(t, true) }
 
+// startSmallQueueAgent starts the shipped agent config sending to addr, profiling only pid at
+// 499 Hz with 1 s reports into an exporter queue of 2 (blocking when block), plus extra flags.
+// Only the workload: a whole-host agent's memory follows whatever else the shared host runs
+// (symbols and unwind tables of new binaries), not the outage.
+func startSmallQueueAgent(t *testing.T, addr string, pid int64, block bool, extra ...string) *collectorProc {
+	t.Helper()
+	args := append([]string{
+		"--config", shippedConfig(t, "agent.yaml"), "--feature-gates=service.profilesSupport",
+		"--set=receivers::ebpfprofiler::reporter_interval=1s",
+		fmt.Sprintf("--set=receivers::ebpfprofiler::pids=[%d]", pid),
+		"--set=receivers::ebpfprofiler::samples_per_second=499",
+		"--set=exporters::otlp_grpc::sending_queue::queue_size=2",
+		fmt.Sprintf("--set=exporters::otlp_grpc::sending_queue::block_on_overflow=%t", block),
+	}, extra...)
+	return startCollector(t, "agent", []string{"OTELPROF_GATEWAY=" + addr}, args...)
+}
+
 func testExporterOutage(t *testing.T, block bool) {
 	requireRoot(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -46,15 +63,7 @@ func testExporterOutage(t *testing.T, block bool) {
 	out1, out2 := filepath.Join(dir, "before.otlp"), filepath.Join(dir, "after.otlp")
 	gw1 := startGatewayOn(t, addr, out1)
 	pid := int64(startWorkload(t, "ratio", "600").Process.Pid)
-	agent := startCollector(t, "agent", []string{"OTELPROF_GATEWAY=" + addr},
-		"--config", shippedConfig(t, "agent.yaml"), "--feature-gates=service.profilesSupport",
-		"--set=receivers::ebpfprofiler::reporter_interval=1s",
-		// Only the workload: a whole-host agent's memory follows whatever else the shared
-		// host runs (symbols and unwind tables of new binaries), not the outage.
-		fmt.Sprintf("--set=receivers::ebpfprofiler::pids=[%d]", pid),
-		"--set=receivers::ebpfprofiler::samples_per_second=499",
-		"--set=exporters::otlp_grpc::sending_queue::queue_size=2",
-		fmt.Sprintf("--set=exporters::otlp_grpc::sending_queue::block_on_overflow=%t", block),
+	agent := startSmallQueueAgent(t, addr, pid, block,
 		// short backoffs: the queue drains soon after the gateway is back
 		"--set=exporters::otlp_grpc::retry_on_failure::initial_interval=200ms",
 		"--set=exporters::otlp_grpc::retry_on_failure::max_interval=1s",
@@ -233,14 +242,8 @@ func refusals(log string) []refusal {
 func TestE2EExporterBlockedSIGTERM(t *testing.T) {
 	requireRoot(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	pid := startWorkload(t, "ratio", "600").Process.Pid
-	agent := startCollector(t, "agent", []string{"OTELPROF_GATEWAY=" + addr},
-		"--config", shippedConfig(t, "agent.yaml"), "--feature-gates=service.profilesSupport",
-		"--set=receivers::ebpfprofiler::reporter_interval=1s",
-		fmt.Sprintf("--set=receivers::ebpfprofiler::pids=[%d]", pid),
-		"--set=receivers::ebpfprofiler::samples_per_second=499",
-		"--set=exporters::otlp_grpc::sending_queue::queue_size=2",
-		"--set=exporters::otlp_grpc::sending_queue::block_on_overflow=true")
+	pid := int64(startWorkload(t, "ratio", "600").Process.Pid)
+	agent := startSmallQueueAgent(t, addr, pid, true)
 	waitUntil(t, 60*time.Second, "the receiver to warn that the exporter blocks", func() bool {
 		return agent.logContains("next consumer has not returned")
 	}, agent)

@@ -143,13 +143,17 @@ func TestE2EAgentToGateway(t *testing.T) {
 	agent := startAgent(t, addr, "1s")
 
 	var view *procView
-	waitUntil(t, 60*time.Second, fmt.Sprintf("the workload (pid %d) in the gateway's file", pid), func() bool {
+	// The workload keeps both CPUs busy, so at 20 Hz the first batches may hold only it: wait
+	// for another process too (the collectors themselves), as a whole-host agent must show.
+	waitUntil(t, 60*time.Second, fmt.Sprintf("the workload (pid %d) and another process in the gateway's file", pid), func() bool {
 		batches, err := readProtoFile(out)
 		if err != nil {
 			t.Fatalf("gateway file: %v", err)
 		}
-		view = byPid(t, batches)[pid]
-		return view != nil && view.functions["e2e_hot_alpha"] >= 10 && view.functions["e2e_hot_beta"] >= 10
+		procs := byPid(t, batches)
+		view = procs[pid]
+		return view != nil && view.functions["e2e_hot_alpha"] >= 10 &&
+			view.functions["e2e_hot_beta"] >= 10 && len(procs) >= 2
 	}, gw, agent)
 	agent.stop(t, 30*time.Second)
 	gw.stop(t, 30*time.Second)
