@@ -112,6 +112,11 @@ func (c *collectorProc) exited() bool {
 // stop sends SIGTERM and waits up to timeout for a clean exit.
 func (c *collectorProc) stop(t *testing.T, timeout time.Duration) {
 	t.Helper()
+	// The collector logs "Everything is ready" before it installs its SIGTERM handler
+	// (otelcol Collector.Run): a signal in between kills it outright. Leave it a moment.
+	if c.logContains("Everything is ready") {
+		time.Sleep(250 * time.Millisecond)
+	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
