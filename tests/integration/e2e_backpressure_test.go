@@ -85,14 +85,7 @@ func testExporterOutage(t *testing.T, block bool) {
 	// The outage: 10 s of 1 s reports, five times what the queue holds.
 	gw1.stop(t, 30*time.Second)
 	downAt := time.Now()
-	during := before
-	for time.Since(downAt) < 10*time.Second {
-		if agent.exited() {
-			t.Fatalf("agent exited (%v) while the gateway was away:\n%s", agent.err, agent.tail(20))
-		}
-		during = max(during, procStatusKiB(t, agentPid, "VmRSS"))
-		time.Sleep(200 * time.Millisecond)
-	}
+	during := maxRSSWhileDown(t, agent, 10*time.Second, before)
 	logText := func() string {
 		b, err := os.ReadFile(agent.log)
 		if err != nil {

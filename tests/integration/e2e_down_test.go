@@ -80,14 +80,7 @@ func TestE2EExporterDown(t *testing.T) {
 
 	// ~6 s of reports (one a second) with nobody to take them.
 	downSince := time.Now()
-	maxRSS := startRSS
-	for time.Since(downSince) < 6*time.Second {
-		if agent.exited() {
-			t.Fatalf("agent exited (%v) while the gateway was down:\n%s", agent.err, agent.tail(20))
-		}
-		maxRSS = max(maxRSS, procStatusKiB(t, agentPid, "VmRSS"))
-		time.Sleep(200 * time.Millisecond)
-	}
+	maxRSS := maxRSSWhileDown(t, agent, 6*time.Second, startRSS)
 	if agent.exited() {
 		t.Fatalf("agent exited (%v) while the gateway was down:\n%s", agent.err, agent.tail(20))
 	}
@@ -212,4 +205,19 @@ func retriesDue(t *testing.T, agent *collectorProc) (time.Time, int) {
 		}
 	}
 	return due, len(ms)
+}
+
+// maxRSSWhileDown watches the agent for d while its gateway is away: it must keep running;
+// returns the largest VmRSS (KiB) seen, at least from.
+func maxRSSWhileDown(t *testing.T, agent *collectorProc, d time.Duration, from int) int {
+	t.Helper()
+	top := from
+	for start := time.Now(); time.Since(start) < d; {
+		if agent.exited() {
+			t.Fatalf("agent exited (%v) while the gateway was away:\n%s", agent.err, agent.tail(20))
+		}
+		top = max(top, procStatusKiB(t, agent.cmd.Process.Pid, "VmRSS"))
+		time.Sleep(200 * time.Millisecond)
+	}
+	return top
 }
