@@ -112,13 +112,7 @@ func startGateway(t *testing.T) (*collectorProc, string, string) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	out := filepath.Join(t.TempDir(), "gateway.otlp")
-	gw := startCollector(t, "gateway", []string{
-		"OTELPROF_GATEWAY_LISTEN=" + addr,
-		"OTELPROF_GATEWAY_OUTPUT=" + out,
-	}, "--config", shippedConfig(t, "gateway.yaml"), "--feature-gates=service.profilesSupport",
-		"--set=exporters::file::flush_interval=200ms")
-	waitUntil(t, 30*time.Second, "the gateway to listen on "+addr, func() bool { return listening(addr) }, gw)
-	return gw, addr, out
+	return startGatewayOn(t, addr, out), addr, out
 }
 
 // startAgent runs collector-config/agent.yaml (whole host) exporting to the gateway.
