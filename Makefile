@@ -42,7 +42,7 @@ OBJ := $(BUILD)/obj
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE $(SAN_FLAGS) \
-	-Iinclude -Ilib -Ibpf -I$(GEN) -MMD -MP
+	-Iinclude -Ilib -I. -I$(GEN) -MMD -MP
 LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
 LDFLAGS += $(SAN_FLAGS)
 
@@ -71,7 +71,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(GEN) -Ibpf -Iinclude -Wall \
 	-Wno-unused-function -mcpu=v3
 
-$(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX) | $(DEPS_STAMP)
+$(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h bpf/*/*.h) $(VMLINUX) | $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
@@ -92,7 +92,8 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
 GENERATED := $(SKELS) $(PROTO_H)
 
 # ---------------------------------------------------------------- library
-LIB_SRCS := $(wildcard lib/*.c)
+# lib/*.c is the ABI entry points; lib/STAGE/*.c and lib/runtime/NAME/*.c the stages (lib/README.md)
+LIB_SRCS := $(filter-out lib/cli/%,$(wildcard lib/*.c lib/*/*.c lib/runtime/*/*.c))
 LIB_OBJS := $(patsubst lib/%.c,$(OBJ)/lib/%.o,$(LIB_SRCS)) \
 	$(patsubst $(GEN)/%.c,$(OBJ)/gen/%.o,$(PROTO_C))
 
@@ -110,9 +111,9 @@ $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS) lib/libotelprof.map
+$(LIB_SO): $(LIB_OBJS) include/libotelprof.map
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/libotelprof.map \
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=include/libotelprof.map \
 		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS)
 	$(Q)ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libotelprof.so

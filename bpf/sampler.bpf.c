@@ -6,229 +6,23 @@
  * through the `events` ring buffer. exec and exit of thread groups are sent too, so user
  * space refreshes or retires its view of a process at the right time.
  *
- * Loaded by lib/sampler.c through the generated skeleton.
+ * The programs are here; their parts are headers by stage: sample/record.bpf.h (the record,
+ * ring buffer, counters, target pids, user registers), unwind/fp.bpf.h (frame-pointer walk),
+ * unwind/native.bpf.h (CFI walk). Loaded by lib/sample/sampler.c through the generated
+ * skeleton.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "otelprof_types.h"
+#include "types.h"
 #include "otelprof.h"
+#include "sample/record.bpf.h"
+#include "unwind/fp.bpf.h"
+#include "unwind/native.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* Knobs set by lib/sampler.c between open and load. */
-const volatile bool kernel_stacks = true;
-const volatile bool filter_pids = false;
-const volatile __u64 wakeup_bytes = 1 << 20; /* see wakeup_flags() */
-
-/* Set by lib/unwind.c once it maintains unwind_procs (not in frame-pointer mode). */
-bool unwind_active = false;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20); /* resized by user space before load */
-} events SEC(".maps");
-
-/* Target thread groups when filter_pids is set (value unused). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OP_MAX_TARGET_PIDS);
-	__type(key, __u32);
-	__type(value, __u8);
-} target_pids SEC(".maps");
-
-/* enum op_counter: per-CPU so the hot path never contends; user space sums. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, OP_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-/*
- * Scratch record, one per CPU. Invariant: only the program running on that CPU touches it,
- * and it is fully rewritten (header and the frames it reports) on every sample, so stale
- * frames beyond n_kernel + n_user are never sent.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct op_trace);
-} scratch SEC(".maps");
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		*v += 1;
-}
-
-/*
- * Waking the reader costs more than the rest of a sample: bpf_ringbuf_commit() queues an
- * irq_work, and its self-IPI traps to the hypervisor on a virtual machine (5.5 of the 8 us
- * a sample took, measured with per-phase bpf_ktime_get_ns() counters). So records are
- * committed without a wakeup, and the reader drains the ring on its poll timeout
- * (lib/otelprof.c) or when wakeup_bytes are pending. What user space must act on at once
- * still wakes it: exec (its snapshot and tables are read before the process can exit), and
- * samples that make it refresh a process's unwind view (a process it has no tables for yet,
- * a PC outside every mapping it read). Those wake it once per process per
- * OP_REFRESH_WAKEUP_NS on a CPU (the first such sample is what counts: the ones right after
- * it arrive while user space reads /proc and compiles tables anyway), and at most once per
- * OP_MIN_WAKEUP_NS, so a process it cannot help (its maps unreadable, the map full) costs no
- * more than before.
- */
-#define OP_REFRESH_WAKEUP_NS 10000000ull
-#define OP_MIN_WAKEUP_NS     1000000ull
-
-/* Per CPU: the last wakeup for a refresh. */
-struct wakeup_state {
-	__u64 ktime_ns;
-	__u32 pid;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct wakeup_state);
-} last_wakeup SEC(".maps");
-
-static __always_inline __u64 wakeup_flags(bool urgent)
-{
-	if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
-
-/* Whether a trace that asks user space to refresh @t's process may wake it now. */
-static __always_inline bool refresh_wakeup(const struct op_trace *t)
-{
-	struct wakeup_state *w;
-	__u32 zero = 0;
-	__u64 since;
-
-	if (!unwind_active)
-		return false;
-	w = bpf_map_lookup_elem(&last_wakeup, &zero);
-	if (!w)
-		return false;
-	since = t->ktime_ns - w->ktime_ns;
-	if (since < OP_MIN_WAKEUP_NS || (w->pid == t->hdr.pid && since < OP_REFRESH_WAKEUP_NS))
-		return false;
-	w->ktime_ns = t->ktime_ns;
-	w->pid = t->hdr.pid;
-	return true;
-}
-
-/* ctx fields must be read 8 bytes at a time; clang would narrow a plain `cs & 3` load. */
-static __always_inline bool sampled_user_mode(struct bpf_perf_event_data *ctx)
-{
-	return (*(volatile __u64 *)&ctx->regs.cs & 3) == 3;
-}
-
-/* The user registers a stack walk starts from. */
-struct user_regs {
-	__u64 ip, sp, bp;
-};
-
-/*
- * The interrupted task's user context: from the sample itself when it hit user mode (ctx
- * fields are read directly: the verifier rewrites those loads), else from the task's saved
- * pt_regs. False for kernel threads, which have no user context.
- */
-static __always_inline bool get_user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
-					  struct user_regs *r)
-{
-	struct pt_regs *regs;
-
-	if (!BPF_CORE_READ(task, mm))
-		return false;
-	if (sampled_user_mode(ctx)) {
-		r->ip = *(volatile __u64 *)&ctx->regs.ip;
-		r->sp = *(volatile __u64 *)&ctx->regs.sp;
-		r->bp = *(volatile __u64 *)&ctx->regs.bp;
-		return true;
-	}
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs)
-		return false;
-	r->ip = BPF_CORE_READ(regs, ip);
-	r->sp = BPF_CORE_READ(regs, sp);
-	r->bp = BPF_CORE_READ(regs, bp);
-	return true;
-}
-
-/*
- * Frame-pointer walk. Leaf first: the interrupted PC, then the return address saved beside
- * each frame's saved rbp. Ends at a zero or misaligned frame pointer, or a non-increasing
- * one (the stack grows down, so callers' frames are at higher addresses).
- */
-static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first,
-						 const struct user_regs *r)
-{
-	__u64 bp = r->bp, next[2];
-	__u32 n = 0;
-
-	if (first >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
-		return 0;
-	t->frames[first] = r->ip;
-	n = 1;
-	for (int i = 1; i < OP_MAX_USER_FRAMES; i++) {
-		__u32 idx = first + i;
-
-		if (!bp || (bp & 7))
-			break;
-		if (bpf_probe_read_user(next, sizeof(next), (void *)bp)) {
-			t->unwind_error = OTELPROF_UNWIND_BAD_MEMORY;
-			break;
-		}
-		if (!next[1])
-			break;
-		/* keep clang from folding the bound into a pointer the verifier cannot check */
-		asm volatile("" : "+r"(idx));
-		if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)
-			break;
-		t->frames[idx] = next[1];
-		n++;
-		if (next[0] && next[0] <= bp)
-			break;
-		bp = next[0];
-		if (i == OP_MAX_USER_FRAMES - 1 && bp)
-			t->flags |= OP_TRACE_USER_TRUNCATED;
-	}
-	return n;
-}
-
-/*
- * Count the walk's outcome and send the record (also the end of the CFI walk's tail calls).
- * @refresh: the record tells user space something about the process's mappings it lacks.
- */
-static __always_inline int submit_trace(struct op_trace *t, bool refresh)
-{
-	__u32 size;
-
-	if (t->unwind_error != OTELPROF_UNWIND_OK)
-		count(OP_CNT_UNWIND_BASE + (t->unwind_error & (OTELPROF_UNWIND_ERROR_MAX - 1)));
-	if (t->flags & OP_TRACE_USER_TRUNCATED)
-		count(OP_CNT_UNWIND_BASE + OTELPROF_UNWIND_DEPTH_LIMIT);
-
-	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
-	if (size > sizeof(*t))
-		size = sizeof(*t);
-	if (bpf_ringbuf_output(&events, t, size, wakeup_flags(refresh && refresh_wakeup(t)))) {
-		count(OP_CNT_LOST);
-		return 0;
-	}
-	count(OP_CNT_SAMPLES);
-	return 0;
-}
-
-#include "unwind.bpf.h"
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)

@@ -16,13 +16,14 @@
 #include <linux/capability.h>
 #include <sys/syscall.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "otelprof.h"
-#include "proc.h"
-#include "profile.h"
-#include "sampler.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "sample/proc.h"
+#include "profile/profile.h"
+#include "sample/sampler.h"
+#include "symbol/ksyms.h"
+#include "symbol/symbolize.h"
+#include "unwind/unwind.h"
 
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
 #define MAX_PENDING_SAMPLES (4u << 20)

@@ -14,7 +14,7 @@ FUZZ_CC ?= $(CLANG)
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g $(WARN) -Wno-unused-command-line-argument -std=gnu11 -D_GNU_SOURCE \
-	$(FUZZ_SAN) -Iinclude -Ilib -Ibpf -I$(GEN) -Itests/unit -MMD -MP
+	$(FUZZ_SAN) -Iinclude -Ilib -I. -I$(GEN) -Itests/unit -MMD -MP
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
 
@@ -25,7 +25,7 @@ FUZZ_TARGETS ?= $(FUZZ_NAMES)
 
 # Everything but the BPF side (sampler, unwinder loader, the public handle): the fuzzed code
 # is pure, and the fuzz build does not depend on the BPF programs' state.
-FUZZ_LIB_SRCS := $(filter-out lib/sampler.c lib/unwind%.c lib/otelprof.c,$(LIB_SRCS))
+FUZZ_LIB_SRCS := $(filter-out lib/sample/sampler.c lib/unwind/unwind.c lib/otelprof.c,$(LIB_SRCS))
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_C))
 FUZZ_LIB_A := $(FUZZ_DIR)/libotelprof-fuzz.a

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz the CFI table compiler (lib/cfi.c) on an ELF image in memory, then look addresses up
+ * Fuzz the CFI table compiler (lib/unwind/cfi.c) on an ELF image in memory, then look addresses up
  * in the table it built and take the file id through a file descriptor. Invariants: no crash,
  * no sanitizer report; a compiled table has sorted rows whose rule indices exist, covers
  * [base, end), and op_cfi_lookup() returns either NULL or one of its rules.
  */
 #include <sys/mman.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 #include "fuzz.h"
 
 static void check_table(const struct op_cfi_table *t, struct fuzz_in *in)

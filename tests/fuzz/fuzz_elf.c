@@ -2,14 +2,14 @@
 /*
  * Fuzz the ELF reader and symbolizer as a profiled process's binary reaches them: the input
  * is written to a file, opened through the file cache (ELF headers, notes, build ids,
- * htlhash, symbol tables, lazily DWARF lines and inline chains (lib/dwarf.c) and separate
+ * htlhash, symbol tables, lazily DWARF lines and inline chains (lib/symbol/dwarf.c) and separate
  * debug files), and a few addresses are translated and symbolized. Invariants: no crash, no
  * sanitizer report, returned strings are terminated, a symbolized address yields
  * 1..OP_MAX_INLINE lines.
  */
 #include "fuzz.h"
-#include "symbolize.h"
-#include "symfile.h"
+#include "symbol/symbolize.h"
+#include "binary/file.h"
 
 static void check_str(const char *s)
 {

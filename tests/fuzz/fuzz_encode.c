@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz the profile builder and both encoders (lib/profile.c, pprof.c, otlp.c). The input is
+ * Fuzz the profile builder and both encoders (lib/profile/profile.c, pprof.c, otlp.c). The input is
  * a little program of builder calls (strings, mappings, functions, locations with inline
  * lines, stacks, samples of a few processes, with arbitrary - also invalid - indices); the
  * profile is encoded as pprof and as OTLP and decoded back with the protobuf-c code generated
@@ -12,7 +12,7 @@
 #include "fuzz.h"
 #include "opentelemetry/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 typedef Perftools__Profiles__Profile PProf;
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest OReq;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Fuzz the /proc/PID/maps line parser and the cgroup container-id reader (lib/proc.c): the
+ * Fuzz the /proc/PID/maps line parser and the cgroup container-id reader (lib/sample/proc.c): the
  * input is text, each line parsed on its own, the whole text read as /proc/PID/cgroup.
  * Invariants: no crash; a parsed entry has end >= start and a terminated path without the
  * newline; a container id is 64 lower-case hex digits.
  */
 #include "fuzz.h"
-#include "proc.h"
+#include "sample/proc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

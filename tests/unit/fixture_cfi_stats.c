@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 
 static double now_ms(void)
 {

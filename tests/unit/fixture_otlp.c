@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 #include "test_encode_fixture.h"
 
 static int write_file(const char *path, const uint8_t *buf, size_t len)

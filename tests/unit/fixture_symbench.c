@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "symbolize.h"
-#include "symfile.h"
+#include "symbol/symbolize.h"
+#include "binary/file.h"
 
 static double now_ms(void)
 {

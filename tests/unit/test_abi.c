@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The C ABI contract: exported symbols match lib/libotelprof.map exactly, versions agree at
+ * The C ABI contract: exported symbols match include/libotelprof.map exactly, versions agree at
  * compile and run time, option validation names the bad field, free functions take NULL.
  * Needs no privileges: every call here fails (on purpose) before any BPF is loaded.
  */
@@ -48,13 +48,13 @@ static void check_exports(void)
 		 build);
 	exported = run_sorted(cmd);
 	declared = run_sorted("sed -n 's/^[[:space:]]*\\(otelprof_[a-z_]*\\);.*/\\1/p' "
-			      "lib/libotelprof.map | sort");
+			      "include/libotelprof.map | sort");
 	REQUIRE(exported && declared);
 	CHECK(strlen(exported) > 0);
 	if (strcmp(exported, declared)) {
 		fprintf(stderr, "exports of libotelprof.so:\n%s\nversion script:\n%s\n", exported,
 			declared);
-		CHECK(!"exports differ from lib/libotelprof.map");
+		CHECK(!"exports differ from include/libotelprof.map");
 	}
 	/* every export is declared in the public header */
 	for (char *s = strtok(exported, "\n"); s; s = strtok(NULL, "\n")) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The CFI table compiler (lib/cfi.c) against binutils: for every row readelf
+ * The CFI table compiler (lib/unwind/cfi.c) against binutils: for every row readelf
  * --debug-dump=frames-interp prints (CFA, rbp and return-address columns), the compiled
  * table must give the same rule at that address, and addresses outside every FDE must be
  * "not covered". Checked on binaries this test builds (gcc and clang, with and without frame
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 #include "check.h"
 
 struct fde_range {
@@ -260,7 +260,7 @@ static void check_gaps(const struct op_cfi_table *t, struct cmp_stats *st, const
 }
 
 /*
- * The bucket index the BPF lookup narrows its search with (bpf/unwind.bpf.h, find_rule()):
+ * The bucket index the BPF lookup narrows its search with (bpf/unwind/native.bpf.h, find_rule()):
  * for every row-relative address of the table, and past its end, the rows of the address's
  * bucket must hold the row op_cfi_lookup() finds; the index keeps to its share of the rows.
  */

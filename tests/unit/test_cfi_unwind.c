@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The unwind step of the BPF walker (bpf/unwind_step.h), compiled here as ordinary C, run
+ * The unwind step of the BPF walker (bpf/unwind/step.h), compiled here as ordinary C, run
  * against recorded snapshots of this process: registers and a copy of the stack taken at
  * the bottom of a 40-deep recursion (built -O2, no frame pointers) and inside a signal
  * handler interrupting it. Tables come from the CFI compiler for this executable and libc.
@@ -34,9 +34,15 @@ static int snap_read(uint64_t *dst, uint64_t addr)
 	return 0;
 }
 
-#define OP_READ_USER(dst, addr) snap_read((uint64_t *)(dst), (addr))
-#include "cfi.h"
+#include "bpf/unwind/step.h"
+#include "unwind/cfi.h"
 #include "check.h"
+
+/* bpf/unwind/read_user.h: the step reads the snapshot instead of bpf_probe_read_user */
+int op_read_user8(void *dst, __u64 addr)
+{
+	return snap_read(dst, addr);
+}
 
 #define DEPTH 40
 

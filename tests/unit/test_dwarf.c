@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dwarf.h"
-#include "symbolize.h"
+#include "symbol/dwarf.h"
+#include "symbol/symbolize.h"
 
 /* symfile.h */
 char *op_demangle(const char *raw);

@@ -14,7 +14,7 @@
 #include "opentelemetry/profiles_service.pb-c.h"
 #include "otelprof.h"
 #include "pprof/profile.pb-c.h"
-#include "profile_internal.h"
+#include "profile/profile_internal.h"
 #include "test_encode_fixture.h"
 
 typedef Perftools__Profiles__Profile PProf;

@@ -14,7 +14,7 @@
 #ifndef OTELPROF_TEST_ENCODE_FIXTURE_H
 #define OTELPROF_TEST_ENCODE_FIXTURE_H
 
-#include "profile.h"
+#include "profile/profile.h"
 
 #define FX_PERIOD	      50000000ull /* 20 Hz */
 #define FX_T0		      1700000000000000000ull

@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfi.h"
+#include "unwind/cfi.h"
 #include "check.h"
-#include "symbolize.h"
+#include "symbol/symbolize.h"
 
 #define MAX_SECONDS_PER_FILE 2.0
 

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "log.h"
+#include "util/log.h"
 #include "otelprof.h"
-#include "symbolize.h"
+#include "symbol/ksyms.h"
 
 static char last_log[1024];
 

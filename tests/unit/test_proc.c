@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "proc.h"
-#include "symbolize.h"
+#include "sample/proc.h"
+#include "symbol/symbolize.h"
 
 static void test_maps_lines(void)
 {

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "profile_internal.h"
+#include "profile/profile_internal.h"
 
 static double now_s(void)
 {

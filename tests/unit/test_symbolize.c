@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "proc.h"
-#include "sha256.h"
-#include "symbolize.h"
+#include "sample/proc.h"
+#include "util/sha256.h"
+#include "symbol/symbolize.h"
 
 /* Functions with distinctive names to look up; noinline so they exist as symbols. */
 __attribute__((noinline)) int symtest_alpha(int x)

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "dwarf.h"
-#include "symbolize.h"
+#include "symbol/dwarf.h"
+#include "symbol/symbolize.h"
 
 static char tmp[] = "/tmp/otelprof-symcache-XXXXXX";
 

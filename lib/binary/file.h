@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of struct op_file, shared by the parts that read a binary: binary/filecache.c
+ * (cache, ELF, symbol tables), binary/gopclntab.c (Go's function table) and the symbolizer
+ * (symbol/: DWARF lines and inline frames, separate debug files, demangling), which hangs its
+ * lazily loaded state on the file and a function that frees it. Not an interface outside lib/.
+ */
+#ifndef OTELPROF_FILE_H
+#define OTELPROF_FILE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "binary/filecache.h"
+
+/*
+ * Append-only string storage in chunks that never move, so pointers handed out stay valid
+ * until the pool is freed.
+ */
+struct op_strpool {
+	struct op_strchunk *head;
+	size_t bytes;
+};
+const char *op_strpool_add(struct op_strpool *p, const char *s, size_t len);
+void op_strpool_free(struct op_strpool *p);
+
+/* A function symbol: [addr, end). Display names are demangled on lookup (results are cached). */
+struct op_sym {
+	uint64_t addr;
+	uint64_t end;
+	const char *name; /* raw, in the file's pool */
+};
+
+struct op_load_seg {
+	uint64_t offset, filesz, vaddr, memsz;
+	uint32_t flags; /* PF_X etc. */
+};
+
+struct op_dwarf;      /* symbol/dwarf.c */
+struct op_gopcln;     /* binary/gopclntab.c */
+struct op_rcache_ent; /* symbol/symbolize.c */
+
+struct op_file {
+	struct op_filecache *cache;	     /* NULL once the cache is gone */
+	struct op_file *hnext;		     /* hash chain */
+	struct op_file *lru_prev, *lru_next; /* on the cache's idle list while refs == 0 */
+	int refs;
+
+	/* identity */
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	int64_t mtime_sec, mtime_nsec;
+
+	size_t bytes; /* memory accounted to this file */
+
+	char *path; /* path as the process names it (for debug links); may be NULL */
+	char *root; /* "/proc/PID/root" or "" : where to resolve debug files */
+	int fd;	    /* kept open until the lazy debug-info load has run; -1 after */
+
+	char *build_id_gnu; /* hex */
+	uint8_t *build_id_raw;
+	size_t build_id_len;
+	char *build_id_go;
+	char htlhash[33];
+	bool has_htlhash;
+	bool is_go;
+	bool is_elf;
+	bool is_vdso;
+	uint16_t e_type;
+	uint16_t e_machine;
+
+	struct op_load_seg *loads;
+	size_t n_loads;
+
+	struct op_sym *syms; /* sorted by addr, non-overlapping starts */
+	size_t n_syms;
+	bool has_symtab;     /* .symtab (not only .dynsym) */
+	bool has_debug_info; /* .debug_info in the file itself */
+
+	char *debuglink; /* .gnu_debuglink file name */
+	uint32_t debuglink_crc;
+	bool has_debugdata; /* .gnu_debugdata (MiniDebugInfo) */
+
+	struct op_strpool pool;
+	const char **interned; /* open-addressing set over pool strings */
+	size_t n_interned, cap_interned;
+	size_t lazy_bytes; /* bytes of lazy state last accounted */
+
+	/* lazily loaded state, under lock; the symbolizer's, freed by release_lazy */
+	pthread_mutex_t lock;
+	void (*release_lazy)(struct op_file *f); /* set by whoever loads lazy state; or NULL */
+	bool full_tried;
+	struct op_rcache_ent *rcache; /* recent results (symbolize.c), NULL until first use */
+	size_t rcache_bytes;
+	struct op_dwarf *dwarf;
+	struct op_gopcln *gopcln;
+};
+
+/* filecache.c: intern a string in the file's pool (deduplicated); NULL on ENOMEM. */
+const char *op_file_intern(struct op_file *f, const char *s);
+/* filecache.c: merge function symbols of another ELF (a debug file) into @f. */
+struct Elf;
+void op_file_add_elf_symbols(struct op_file *f, struct Elf *elf, bool replace);
+void op_file_account(struct op_file *f, ssize_t delta);
+
+#endif

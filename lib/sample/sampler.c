@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Loads bpf/sampler.bpf.c and attaches it to cpu-clock on every online CPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "util/log.h"
+#include "sample/sampler.h"
+#include "sampler.skel.h"
+
+struct op_sampler {
+	struct sampler_bpf *skel;
+	struct ring_buffer *rb;
+	struct op_sampler_opts opts;
+	int *perf_fds;
+	struct bpf_link **perf_links;
+	int n_cpus; /* possible CPUs: index space of perf_fds */
+	bool attached;
+};
+
+/*
+ * The default ring buffer: 1 MiB per online CPU, a power of two from 1 to 4 MiB. Its pages
+ * are allocated at load and mapped twice into this process, so the buffer counts double in
+ * resident memory (8 MiB for the former flat 4 MiB). A CPU writes at most ~1 MiB/s (999 Hz
+ * of 128-frame stacks), so each CPU's share holds about a second of a stalled reader.
+ */
+static size_t default_ringbuf(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t bytes = 1 << 20;
+
+	while (bytes < (4u << 20) && cpus > 0 && bytes < (size_t)cpus << 20)
+		bytes <<= 1;
+	return bytes;
+}
+
+static int size_ringbuf(size_t bytes)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+
+	if (!bytes)
+		bytes = default_ringbuf();
+	if (bytes < 64 << 10 || (bytes & (bytes - 1)) || bytes % page)
+		return -1;
+	return 0;
+}
+
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct op_sampler *s = ctx;
+
+	if (size >= sizeof(struct op_event_hdr))
+		s->opts.on_event(s->opts.ctx, data, size);
+	return 0;
+}
+
+/*
+ * OTELPROF_UNWIND_MAX_PROCS: processes the CFI unwinder keeps mappings for in BPF (default
+ * 16384; entries are allocated on use, up to ~6 KiB each). Hosts with more live processes
+ * raise it; tests lower it to exercise a full map. A bad value is refused, not ignored.
+ */
+static int set_unwind_procs(struct sampler_bpf *skel)
+{
+	const char *v = getenv("OTELPROF_UNWIND_MAX_PROCS");
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n < 1 || n > (1u << 22)) {
+		op_err("OTELPROF_UNWIND_MAX_PROCS=%s: want a number of processes from 1 to %u "
+		       "(unset it for the default 16384)",
+		       v, 1u << 22);
+		return -EINVAL;
+	}
+	return bpf_map__set_max_entries(skel->maps.unwind_procs, (__u32)n);
+}
+
+int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
+{
+	struct op_sampler *s;
+	int err;
+
+	if (size_ringbuf(opts->ringbuf_bytes)) {
+		op_err("invalid ring buffer size %zu: use a power of two of at least 65536 bytes",
+		       opts->ringbuf_bytes);
+		return -OTELPROF_ERR_OPTS;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->opts = *opts;
+	s->n_cpus = libbpf_num_possible_cpus();
+	if (s->n_cpus <= 0) {
+		free(s);
+		return -EINVAL;
+	}
+	s->perf_fds = calloc(s->n_cpus, sizeof(int));
+	s->perf_links = calloc(s->n_cpus, sizeof(*s->perf_links));
+	if (!s->perf_fds || !s->perf_links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < s->n_cpus; i++)
+		s->perf_fds[i] = -1;
+
+	s->skel = sampler_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		op_err("cannot open BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
+	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
+	bpf_map__set_max_entries(s->skel->maps.events,
+				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
+	/*
+	 * Most records do not wake the reader (bpf/sampler.bpf.c, wakeup_flags()): it drains the
+	 * ring on its poll timeout, or once an eighth of the ring is pending, which leaves the
+	 * rest for the records that arrive while it catches up.
+	 */
+	s->skel->rodata->wakeup_bytes =
+		(opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf()) / 8;
+
+	err = set_unwind_procs(s->skel);
+	if (err)
+		goto fail;
+	err = sampler_bpf__load(s->skel);
+	if (err) {
+		err = err < 0 ? err : -errno;
+		if (err == -EPERM)
+			op_err("cannot load BPF program: permission denied (run as root or grant "
+			       "CAP_BPF and CAP_PERFMON)");
+		else
+			op_err("cannot load BPF program: %s (set the log level to debug for the "
+			       "verifier output)",
+			       strerror(-err));
+		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
+		goto fail;
+	}
+	for (size_t i = 0; i < opts->pid_cnt; i++) {
+		__u32 pid = opts->pids[i];
+		__u8 one = 1;
+
+		if (bpf_map__update_elem(s->skel->maps.target_pids, &pid, sizeof(pid), &one,
+					 sizeof(one), BPF_ANY)) {
+			err = -errno;
+			op_err("cannot add pid %u to the target map: %s", pid, strerror(errno));
+			goto fail;
+		}
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_record, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		op_err("cannot open the BPF ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	op_sampler_close(s);
+	return err;
+}
+
+struct sampler_bpf *op_sampler_skel(struct op_sampler *s)
+{
+	return s->skel;
+}
+
+/* Parse a CPU list such as "0-3,5" into @online[0 .. n). */
+static int read_online_cpus(bool *online, int n)
+{
+	char buf[4096], *p, *end;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (p = buf; *p && *p != '\n';) {
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			p = end;
+		}
+		for (long c = a; c <= b && c < n; c++)
+			online[c] = true;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+int op_sampler_attach(struct op_sampler *s)
+{
+	bool *online;
+	int err, attached = 0;
+
+	if (s->attached)
+		return 0;
+	err = sampler_bpf__attach(s->skel);
+	if (err) {
+		op_err("cannot attach the exec/exit tracepoints: %s", strerror(-err));
+		return err;
+	}
+	online = calloc(s->n_cpus, sizeof(bool));
+	if (!online)
+		return -ENOMEM;
+	err = read_online_cpus(online, s->n_cpus);
+	if (err) {
+		op_err("cannot read /sys/devices/system/cpu/online: %s", strerror(-err));
+		goto out;
+	}
+	for (int cpu = 0; cpu < s->n_cpus; cpu++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.freq = 1,
+			.sample_freq = s->opts.frequency_hz,
+		};
+		int fd;
+
+		if (!online[cpu])
+			continue;
+		fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			if (err == -EACCES || err == -EPERM)
+				op_err("cannot open the cpu-clock perf event on cpu %d: permission "
+				       "denied (run as root or grant CAP_PERFMON)",
+				       cpu);
+			else
+				op_err("cannot open the cpu-clock perf event on cpu %d: %s", cpu,
+				       strerror(-err));
+			err = err == -EACCES || err == -EPERM ? -EPERM : -OTELPROF_ERR_PERF_EVENT;
+			goto out;
+		}
+		s->perf_fds[cpu] = fd;
+		s->perf_links[cpu] =
+			bpf_program__attach_perf_event(s->skel->progs.on_cpu_sample, fd);
+		if (!s->perf_links[cpu]) {
+			err = -errno;
+			op_err("cannot attach the sampler to cpu %d: %s", cpu, strerror(-err));
+			err = -OTELPROF_ERR_PERF_EVENT;
+			goto out;
+		}
+		attached++;
+	}
+	op_debug("sampling %d CPUs at %u Hz", attached, s->opts.frequency_hz);
+	s->attached = true;
+	err = 0;
+out:
+	free(online);
+	if (err)
+		op_sampler_detach(s);
+	return err;
+}
+
+void op_sampler_detach(struct op_sampler *s)
+{
+	if (!s)
+		return;
+	for (int cpu = 0; cpu < s->n_cpus; cpu++) {
+		bpf_link__destroy(s->perf_links[cpu]);
+		s->perf_links[cpu] = NULL;
+		if (s->perf_fds[cpu] >= 0)
+			close(s->perf_fds[cpu]);
+		s->perf_fds[cpu] = -1;
+	}
+	s->attached = false;
+}
+
+int op_sampler_poll(struct op_sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	/* records committed without a wakeup are only seen by reading the ring */
+	if (n == 0)
+		n = ring_buffer__consume(s->rb);
+	return n == -EINTR ? 0 : n;
+}
+
+int op_sampler_drain(struct op_sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+int op_sampler_counters(struct op_sampler *s, uint64_t *out)
+{
+	int ncpu = s->n_cpus;
+	uint64_t *vals = calloc(ncpu, sizeof(uint64_t));
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 i = 0; i < OP_CNT_MAX; i++) {
+		out[i] = 0;
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &i, sizeof(i), vals,
+					 ncpu * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+void op_sampler_close(struct op_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->perf_links && s->perf_fds)
+		op_sampler_detach(s);
+	ring_buffer__free(s->rb);
+	sampler_bpf__destroy(s->skel);
+	free(s->perf_fds);
+	free(s->perf_links);
+	free(s);
+}

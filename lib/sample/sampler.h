@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * User half of the sampler (bpf/sampler.bpf.c): loads the skeleton, opens one cpu-clock
+ * perf event per online CPU, attaches, and hands every ring buffer record to a callback.
+ */
+#ifndef OTELPROF_SAMPLER_H
+#define OTELPROF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/types.h"
+
+/* Called for each record (struct op_trace / op_proc_event, type in op_event_hdr). */
+typedef void (*op_event_fn)(void *ctx, const void *data, size_t size);
+
+struct op_sampler_opts {
+	unsigned int frequency_hz;
+	bool kernel_stacks;
+	const int *pids;
+	size_t pid_cnt;
+	size_t ringbuf_bytes;
+	op_event_fn on_event;
+	void *ctx;
+};
+
+struct op_sampler;
+struct sampler_bpf;
+
+/* Open and load (verify) the programs. Returns 0 or a negative code; *out on success. */
+int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out);
+/* The loaded skeleton, for subsystems that add maps/programs (unwinder). */
+struct sampler_bpf *op_sampler_skel(struct op_sampler *s);
+/* Attach the tracepoints and one perf event per online CPU. */
+int op_sampler_attach(struct op_sampler *s);
+/* Detach the perf events (no new samples); tracepoints stay until close. */
+void op_sampler_detach(struct op_sampler *s);
+/*
+ * Wait up to @timeout_ms for a wakeup, then deliver every queued record (most records do
+ * not wake the reader: @timeout_ms bounds how late they are seen). Returns records handled
+ * or < 0.
+ */
+int op_sampler_poll(struct op_sampler *s, int timeout_ms);
+/* Deliver every record queued now, without waiting. */
+int op_sampler_drain(struct op_sampler *s);
+/* Sum of the per-CPU counters (enum op_counter) into @out[OP_CNT_MAX]. */
+int op_sampler_counters(struct op_sampler *s, uint64_t *out);
+void op_sampler_close(struct op_sampler *s);
+
+#endif

@@ -1,0 +1,1462 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * DWARF function, file and line for an address, with the chain of inlined functions, read
+ * with libdwarf.
+ *
+ * Opening a file reads only the compile-unit headers and their address ranges. A CU is parsed
+ * the first time an address falls in it: its line table (sorted rows) and its function tree
+ * (subprograms, inlined subroutines, lexical blocks) flattened in DFS preorder, so the deepest
+ * range holding an address is found by a scan of one subprogram's subtree. Parsed CUs are
+ * dropped when they exceed a per-file budget and re-parsed on demand; the strings they give
+ * out live in the file's interned pool, so results stay valid while the file is referenced.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libdwarf/dwarf.h>
+#include <libdwarf/libdwarf.h>
+
+#include "symbol/demangle.h"
+#include "symbol/dwarf.h"
+#include "util/log.h"
+#include "binary/file.h"
+
+#define NONE		 UINT32_MAX
+#define MAX_ORIGIN_DEPTH 8
+#define MAX_TREE_DEPTH	 64
+#define MAX_DIES_PER_CU	 (8u << 20)
+/* Parsed CU data per file; over it, the least recently used half is dropped. */
+#define DEFAULT_BUDGET (32u << 20)
+/*
+ * Bound on the section bytes behind all open libdwarf instances together (the file being
+ * read may exceed it alone). Sections are mapped from the file, not copied, except
+ * compressed ones; libdwarf's own per-instance state (CU contexts, abbreviations, DIE
+ * offset trees) is roughly proportional and goes away with the instance.
+ */
+#define DEFAULT_HANDLE_BUDGET (16u << 20)
+/* A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()). */
+#define HANDLE_IDLE_NS (3ull * 1000000000ull)
+
+struct dnode {
+	const char *name;	 /* display name */
+	const char *system_name; /* linkage name, else name */
+	const char *call_file;	 /* inlined: the caller's file at the call */
+	int64_t call_line;
+	int64_t decl_line;
+	uint32_t parent;
+	uint32_t subtree_end;
+	uint32_t range_first, range_count;
+	uint16_t depth;
+};
+
+struct drange {
+	uint64_t lo, hi;
+};
+
+struct dtop {
+	uint64_t lo, hi;
+	uint32_t node;
+};
+
+/* A line-table row while parsing. */
+struct dline {
+	uint64_t addr;
+	const char *file;
+	uint32_t line;
+	uint32_t order; /* sort tie-break: end-of-sequence rows first, then input order */
+};
+
+/* A row as kept (12 bytes): address relative to the CU's lowest row. */
+struct crow {
+	uint32_t addr;
+	uint32_t line;
+	uint32_t file; /* index in the CU's files + 1, 0: none; ROW_END: end of a sequence */
+};
+
+#define ROW_END UINT32_MAX
+
+struct dcu {
+	Dwarf_Off die_off;
+	uint64_t last_use;  /* op_dwarf.tick at the last lookup in it */
+	size_t visited;	    /* DIEs walked in the last parse */
+	Dwarf_Off last_off; /* offset of the last DIE walked */
+	uint16_t version;
+	bool parsed;
+	bool failed;
+	struct dnode *nodes;
+	size_t n_nodes, cap_nodes;
+	struct drange *ranges;
+	size_t n_ranges, cap_ranges;
+	struct dtop *tops;
+	size_t n_tops;
+	struct crow *lines;
+	size_t n_lines;
+	uint64_t line_base; /* address of row offset 0 */
+	const char **files;
+	size_t n_files;
+	size_t bytes;
+};
+
+struct cuidx {
+	uint64_t lo, hi;
+	uint32_t cu;
+};
+
+struct op_dwarf {
+	/*
+	 * The libdwarf instance over the file's sections ("handle"): opened on demand to index
+	 * or parse a CU, closed by the least-recently-used policy when the open handles of all
+	 * files exceed the handle budget. Everything parsed out of it stays.
+	 */
+	Dwarf_Debug dbg;
+	Elf *elf;
+	Dwarf_Obj_Access_Interface oai;
+	size_t shnum, shstrndx;
+	bool is64, msb;
+	size_t handle_bytes;		/* section bytes loaded through the open handle */
+	uint64_t handle_used_ns;	/* last use of the open handle */
+	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
+	bool open_failed;
+	int fd;
+	struct op_file *f; /* strings are interned here */
+	struct dcu *cus;
+	size_t n_cus;
+	struct cuidx *idx;
+	size_t n_idx;
+	size_t parsed_bytes;
+	size_t budget;
+	uint64_t tick;
+	size_t base_bytes;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static void drop_err(Dwarf_Debug dbg, Dwarf_Error *err)
+{
+	if (*err) {
+		dwarf_dealloc(dbg, *err, DW_DLA_ERROR);
+		*err = NULL;
+	}
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	void *na;
+	size_t nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 16;
+	na = realloc(*arr, nc * elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = nc;
+	return 0;
+}
+
+static bool attr_udata(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at, Dwarf_Unsigned *v)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Attribute a;
+	Dwarf_Signed s;
+	bool ok = false;
+
+	if (dwarf_attr(die, at, &a, &err) != DW_DLV_OK) {
+		drop_err(dbg, &err);
+		return false;
+	}
+	if (dwarf_formudata(a, v, &err) == DW_DLV_OK) {
+		ok = true;
+	} else {
+		drop_err(dbg, &err);
+		if (dwarf_formsdata(a, &s, &err) == DW_DLV_OK && s >= 0) {
+			*v = (Dwarf_Unsigned)s;
+			ok = true;
+		}
+		drop_err(dbg, &err);
+	}
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+static bool attr_ref(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at, Dwarf_Off *off)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Attribute a;
+	bool ok;
+
+	if (dwarf_attr(die, at, &a, &err) != DW_DLV_OK) {
+		drop_err(dbg, &err);
+		return false;
+	}
+	ok = dwarf_global_formref(a, off, &err) == DW_DLV_OK;
+	drop_err(dbg, &err);
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+/* String attribute, copied into the file's pool. */
+static const char *attr_str(struct op_dwarf *d, Dwarf_Die die, Dwarf_Half at)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Attribute a;
+	const char *out = NULL;
+	char *s;
+
+	if (dwarf_attr(die, at, &a, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return NULL;
+	}
+	if (dwarf_formstring(a, &s, &err) == DW_DLV_OK && s && *s)
+		out = op_file_intern(d->f, s);
+	drop_err(d->dbg, &err);
+	dwarf_dealloc_attribute(a);
+	return out;
+}
+
+/* ---------------------------------------------------------------- address ranges */
+
+typedef int (*range_fn)(void *ctx, uint64_t lo, uint64_t hi);
+
+/*
+ * Call @fn for every [lo, hi) of @die: DW_AT_low_pc/high_pc, or DW_AT_ranges (DWARF 5
+ * rnglists, or DWARF 2-4 .debug_ranges relative to @cu_base). Returns the number of ranges.
+ */
+static int die_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint16_t version, uint64_t cu_base,
+		      range_fn fn, void *ctx)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Addr lo, hi;
+	Dwarf_Half form;
+	enum Dwarf_Form_Class cls;
+	Dwarf_Attribute a;
+	int n = 0;
+
+	if (dwarf_lowpc(die, &lo, &err) == DW_DLV_OK) {
+		if (dwarf_highpc_b(die, &hi, &form, &cls, &err) == DW_DLV_OK) {
+			if (cls == DW_FORM_CLASS_CONSTANT)
+				hi += lo;
+			if (hi > lo && lo != 0 && fn(ctx, lo, hi) == 0)
+				n++;
+			return n;
+		}
+		drop_err(dbg, &err);
+	}
+	drop_err(dbg, &err);
+	if (dwarf_attr(die, DW_AT_ranges, &a, &err) != DW_DLV_OK) {
+		drop_err(dbg, &err);
+		return 0;
+	}
+	if (dwarf_whatform(a, &form, &err) != DW_DLV_OK) {
+		drop_err(dbg, &err);
+		dwarf_dealloc_attribute(a);
+		return 0;
+	}
+	if (version >= 5) {
+		Dwarf_Rnglists_Head head = NULL;
+		Dwarf_Unsigned val = 0, count = 0, goff, i;
+		int res;
+
+		if (form == DW_FORM_rnglistx)
+			res = dwarf_formudata(a, &val, &err);
+		else
+			res = dwarf_global_formref(a, &val, &err);
+		if (res == DW_DLV_OK && dwarf_rnglists_get_rle_head(a, form, val, &head, &count,
+								    &goff, &err) == DW_DLV_OK) {
+			for (i = 0; i < count; i++) {
+				Dwarf_Unsigned raw1, raw2, c1, c2;
+				Dwarf_Bool unavail = 0;
+				unsigned int len, code;
+
+				if (dwarf_get_rnglists_entry_fields_a(head, i, &len, &code, &raw1,
+								      &raw2, &unavail, &c1, &c2,
+								      &err) != DW_DLV_OK) {
+					drop_err(dbg, &err);
+					break;
+				}
+				if (unavail || code == DW_RLE_end_of_list ||
+				    code == DW_RLE_base_address || code == DW_RLE_base_addressx)
+					continue;
+				if (c2 > c1 && c1 != 0 && fn(ctx, c1, c2) == 0)
+					n++;
+			}
+			dwarf_dealloc_rnglists_head(head);
+		}
+		drop_err(dbg, &err);
+	} else {
+		Dwarf_Unsigned off = 0;
+		Dwarf_Off goff = 0, real;
+		Dwarf_Ranges *r = NULL;
+		Dwarf_Signed cnt = 0, i;
+		Dwarf_Unsigned bytes;
+		uint64_t base = cu_base;
+		int res = dwarf_global_formref(a, &goff, &err);
+
+		if (res == DW_DLV_OK) {
+			off = goff;
+		} else {
+			drop_err(dbg, &err);
+			res = dwarf_formudata(a, &off, &err);
+		}
+		if (res == DW_DLV_OK &&
+		    dwarf_get_ranges_b(dbg, off, die, &real, &r, &cnt, &bytes, &err) == DW_DLV_OK) {
+			for (i = 0; i < cnt; i++) {
+				if (r[i].dwr_type == DW_RANGES_END)
+					break;
+				if (r[i].dwr_type == DW_RANGES_ADDRESS_SELECTION) {
+					base = r[i].dwr_addr2;
+					continue;
+				}
+				if (r[i].dwr_addr2 > r[i].dwr_addr1 && base + r[i].dwr_addr1 != 0 &&
+				    fn(ctx, base + r[i].dwr_addr1, base + r[i].dwr_addr2) == 0)
+					n++;
+			}
+			dwarf_ranges_dealloc(dbg, r, cnt);
+		}
+		drop_err(dbg, &err);
+	}
+	dwarf_dealloc_attribute(a);
+	return n;
+}
+
+/* ---------------------------------------------------------------- sanity */
+
+/*
+ * libdwarf 20210528 trusts some DWARF 5 section headers too much (a corrupt .debug_rnglists
+ * header makes dwarf_load_rnglists() write freed memory). Walk the unit headers of those
+ * sections first and refuse the file when one does not fit.
+ */
+static bool units_fit(const uint8_t *p, size_t size, bool has_offsets)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		uint64_t len;
+		size_t hdr, offsz;
+		uint16_t version;
+
+		if (size - off < 4)
+			return false;
+		len = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
+		      (uint32_t)p[off + 3] << 24;
+		hdr = 4;
+		offsz = 4;
+		if (len == 0xffffffffu) {
+			if (size - off < 12)
+				return false;
+			memcpy(&len, p + off + 4, 8);
+			hdr = 12;
+			offsz = 8;
+		} else if (len >= 0xfffffff0u) {
+			return false;
+		}
+		if (len > size - off - hdr || len < 4)
+			return false;
+		version = (uint16_t)(p[off + hdr] | p[off + hdr + 1] << 8);
+		if (version != 5)
+			return false;
+		if (has_offsets) {
+			/* version, address_size, segment_selector_size, offset_entry_count */
+			uint32_t count;
+			uint8_t asz = p[off + hdr + 2];
+
+			if (len < 8 || (asz != 4 && asz != 8) || p[off + hdr + 3] != 0)
+				return false;
+			memcpy(&count, p + off + hdr + 4, 4);
+			if ((uint64_t)count * offsz > len - 8)
+				return false;
+		}
+		off += hdr + (size_t)len;
+	}
+	return true;
+}
+
+bool op_dwarf_sane(int fd, size_t *debug_bytes)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool ok = true;
+
+	if (!elf)
+		return false;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		elf_end(elf);
+		return false;
+	}
+	while (ok && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		bool offsets;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		if (debug_bytes && !strncmp(name, ".debug_", 7)) {
+			/* libdwarf holds these sections uncompressed while the file is open */
+			GElf_Chdr ch;
+
+			if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+				*debug_bytes += ch.ch_size;
+			else
+				*debug_bytes += sh.sh_size;
+		}
+		if (!strcmp(name, ".debug_rnglists") || !strcmp(name, ".debug_loclists"))
+			offsets = true;
+		else if (!strcmp(name, ".debug_str_offsets") || !strcmp(name, ".debug_addr"))
+			offsets = false;
+		else
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
+			ok = false;
+			break;
+		}
+		data = elf_getdata(scn, NULL);
+		if (!data || (data->d_size && !data->d_buf))
+			ok = false;
+		else if (data->d_size)
+			ok = units_fit(data->d_buf, data->d_size, offsets);
+	}
+	elf_end(elf);
+	return ok;
+}
+
+/* ---------------------------------------------------------------- handles */
+
+/*
+ * libdwarf reads the file through our object interface: sections come straight out of
+ * libelf's read-only mapping of the file (page cache pages, shared and reclaimable) instead
+ * of being read into malloc()ed copies, and libdwarf does not load the ELF symbol table for
+ * itself. Compressed sections (SHF_COMPRESSED) are inflated here, so libdwarf sees plain
+ * DWARF; old-style .zdebug_* sections are left to libdwarf, which inflates them itself.
+ */
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct op_dwarf *handles_head, *handles_tail;
+static size_t handles_bytes;
+static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
+static size_t handles_open;
+static uint64_t handles_checked_ns;
+static uint64_t handles_trimmed_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Give the memory of closed instances back to the system: libdwarf frees many small blocks,
+ * which glibc otherwise keeps in the arena of the thread that symbolized.
+ */
+static void heap_trim(void)
+{
+	malloc_trim(0);
+}
+
+static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *out, int *error)
+{
+	struct op_dwarf *d = obj;
+	Elf_Scn *scn = elf_getscn(d->elf, index);
+	GElf_Shdr sh;
+	GElf_Chdr ch;
+	const char *name;
+
+	(void)error;
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return DW_DLV_NO_ENTRY;
+	name = d->shstrndx != SHN_UNDEF ? elf_strptr(d->elf, d->shstrndx, sh.sh_name) : NULL;
+	memset(out, 0, sizeof(*out));
+	out->addr = sh.sh_addr;
+	out->type = sh.sh_type;
+	out->size = sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
+	out->name = name ? name : "";
+	out->link = sh.sh_link;
+	out->info = sh.sh_info;
+	out->entrysize = sh.sh_entsize;
+	if ((sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS) {
+		if (!gelf_getchdr(scn, &ch) || ch.ch_size > (1ull << 32))
+			out->size = 0; /* unreadable: an empty section */
+		else
+			out->size = ch.ch_size;
+	}
+	return DW_DLV_OK;
+}
+
+static Dwarf_Endianness oa_byte_order(void *obj)
+{
+	return ((struct op_dwarf *)obj)->msb ? DW_OBJECT_MSB : DW_OBJECT_LSB;
+}
+
+static Dwarf_Small oa_length_size(void *obj)
+{
+	return ((struct op_dwarf *)obj)->is64 ? 8 : 4;
+}
+
+static Dwarf_Small oa_pointer_size(void *obj)
+{
+	return ((struct op_dwarf *)obj)->is64 ? 8 : 4;
+}
+
+static Dwarf_Unsigned oa_section_count(void *obj)
+{
+	return ((struct op_dwarf *)obj)->shnum;
+}
+
+static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
+{
+	struct op_dwarf *d = obj;
+	Elf_Scn *scn = elf_getscn(d->elf, index);
+	GElf_Shdr sh;
+	Elf_Data *ed;
+
+	(void)error;
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return DW_DLV_NO_ENTRY;
+	if (sh.sh_flags & SHF_COMPRESSED) {
+		if (elf_compress(scn, 0, 0) < 0)
+			return DW_DLV_NO_ENTRY;
+		ed = elf_getdata(scn, NULL);
+	} else {
+		ed = elf_rawdata(scn, NULL);
+	}
+	if (!ed || !ed->d_buf)
+		return DW_DLV_NO_ENTRY;
+	*data = ed->d_buf;
+	pthread_mutex_lock(&handles_lock);
+	d->handle_bytes += ed->d_size;
+	if (d->hprev || d->hnext || handles_head == d) /* listed */
+		handles_bytes += ed->d_size;
+	pthread_mutex_unlock(&handles_lock);
+	return DW_DLV_OK;
+}
+
+static const Dwarf_Obj_Access_Methods oa_methods = {
+	.get_section_info = oa_section_info,
+	.get_byte_order = oa_byte_order,
+	.get_length_size = oa_length_size,
+	.get_pointer_size = oa_pointer_size,
+	.get_section_count = oa_section_count,
+	.load_section = oa_load_section,
+	.relocate_a_section = NULL, /* executables and shared objects need none */
+};
+
+static bool handle_listed(const struct op_dwarf *d)
+{
+	return d->hprev || d->hnext || handles_head == d;
+}
+
+/* handles_lock held */
+static void handle_unlink(struct op_dwarf *d)
+{
+	if (!handle_listed(d))
+		return;
+	if (d->hprev)
+		d->hprev->hnext = d->hnext;
+	else
+		handles_head = d->hnext;
+	if (d->hnext)
+		d->hnext->hprev = d->hprev;
+	else
+		handles_tail = d->hprev;
+	d->hprev = d->hnext = NULL;
+	handles_bytes -= d->handle_bytes;
+	handles_open--;
+}
+
+/* handles_lock held */
+static void handle_push(struct op_dwarf *d)
+{
+	d->hprev = NULL;
+	d->hnext = handles_head;
+	if (handles_head)
+		handles_head->hprev = d;
+	handles_head = d;
+	if (!handles_tail)
+		handles_tail = d;
+	handles_bytes += d->handle_bytes;
+	handles_open++;
+}
+
+/* Close the libdwarf instance and unmap the file (handles_lock held, d unlinked). */
+static void handle_finish(struct op_dwarf *d)
+{
+	Dwarf_Error err = NULL;
+
+	if (d->dbg)
+		dwarf_object_finish(d->dbg, &err);
+	d->dbg = NULL;
+	if (d->elf)
+		elf_end(d->elf);
+	d->elf = NULL;
+	d->handle_bytes = 0;
+}
+
+/*
+ * Close least recently used handles of other files while the open ones exceed the budget.
+ * A handle whose file is busy (its lock held by another thread) is skipped: never block
+ * on another file's lock while holding our own.
+ */
+static void handles_trim(struct op_dwarf *self)
+{
+	struct op_dwarf *v, *prev;
+	size_t closed = 0;
+
+	pthread_mutex_lock(&handles_lock);
+	for (v = handles_tail; v && handles_bytes > handles_budget; v = prev) {
+		prev = v->hprev;
+		if (v == self || !v->f || pthread_mutex_trylock(&v->f->lock))
+			continue;
+		handle_unlink(v);
+		handle_finish(v);
+		pthread_mutex_unlock(&v->f->lock);
+		closed++;
+	}
+	pthread_mutex_unlock(&handles_lock);
+	if (closed)
+		heap_trim();
+}
+
+void op_dwarf_idle(void)
+{
+	uint64_t now = mono_ns();
+	struct op_dwarf *v, *prev;
+	size_t closed = 0;
+	bool trim;
+
+	if (__atomic_load_n(&handles_checked_ns, __ATOMIC_RELAXED) + 1000000000ull > now)
+		return;
+	pthread_mutex_lock(&handles_lock);
+	if (handles_checked_ns + 1000000000ull > now) {
+		pthread_mutex_unlock(&handles_lock); /* another thread just did it */
+		return;
+	}
+	__atomic_store_n(&handles_checked_ns, now, __ATOMIC_RELAXED);
+	for (v = handles_tail; v; v = prev) {
+		prev = v->hprev;
+		if (v->handle_used_ns + HANDLE_IDLE_NS > now)
+			break; /* the rest were used more recently */
+		if (!v->f || pthread_mutex_trylock(&v->f->lock))
+			continue;
+		handle_unlink(v);
+		handle_finish(v);
+		pthread_mutex_unlock(&v->f->lock);
+		closed++;
+	}
+	/* and every 10 s anyway: parsed CUs dropped, files evicted, profiles encoded */
+	trim = closed || now - handles_trimmed_ns > 10000000000ull;
+	if (trim)
+		handles_trimmed_ns = now;
+	pthread_mutex_unlock(&handles_lock);
+	if (trim)
+		heap_trim();
+}
+
+/* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
+static bool handle_get(struct op_dwarf *d)
+{
+	Dwarf_Error err = NULL;
+	GElf_Ehdr eh;
+	int res;
+
+	d->handle_used_ns = mono_ns();
+	if (d->dbg) {
+		pthread_mutex_lock(&handles_lock);
+		if (handles_head != d && handle_listed(d)) {
+			handle_unlink(d);
+			handle_push(d);
+		}
+		pthread_mutex_unlock(&handles_lock);
+		return true;
+	}
+	if (d->open_failed)
+		return false;
+	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
+	    elf_getshdrnum(d->elf, &d->shnum) != 0)
+		goto fail;
+	if (elf_getshdrstrndx(d->elf, &d->shstrndx) != 0)
+		d->shstrndx = SHN_UNDEF;
+	d->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	d->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	d->oai.object = d;
+	d->oai.methods = &oa_methods;
+	d->handle_bytes = 0;
+	res = dwarf_object_init_b(&d->oai, NULL, NULL, DW_GROUPNUMBER_ANY, &d->dbg, &err);
+	if (res != DW_DLV_OK) {
+		if (res == DW_DLV_ERROR) {
+			op_debug("cannot read DWARF of %s: %s", d->f->path ? d->f->path : "?",
+				 dwarf_errmsg(err));
+			dwarf_dealloc(NULL, err, DW_DLA_ERROR);
+		}
+		d->dbg = NULL;
+		goto fail;
+	}
+	pthread_mutex_lock(&handles_lock);
+	handle_push(d);
+	pthread_mutex_unlock(&handles_lock);
+	handles_trim(d);
+	return true;
+fail:
+	if (d->elf)
+		elf_end(d->elf);
+	d->elf = NULL;
+	d->open_failed = true;
+	return false;
+}
+
+void op_dwarf_set_handle_budget(size_t bytes)
+{
+	pthread_mutex_lock(&handles_lock);
+	handles_budget = bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
+void op_dwarf_handle_stats(size_t *open, size_t *bytes)
+{
+	pthread_mutex_lock(&handles_lock);
+	if (open)
+		*open = handles_open;
+	if (bytes)
+		*bytes = handles_bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
+/* ---------------------------------------------------------------- open: CU index */
+
+struct idx_ctx {
+	struct op_dwarf *d;
+	uint32_t cu;
+	size_t cap;
+};
+
+static int add_idx(void *ctx, uint64_t lo, uint64_t hi)
+{
+	struct idx_ctx *c = ctx;
+
+	if (grow((void **)&c->d->idx, &c->cap, c->d->n_idx, sizeof(*c->d->idx)))
+		return -ENOMEM;
+	c->d->idx[c->d->n_idx++] = (struct cuidx){ lo, hi, c->cu };
+	return 0;
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+	const struct cuidx *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static uint64_t die_lowpc(Dwarf_Debug dbg, Dwarf_Die die)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Addr lo = 0;
+
+	if (dwarf_lowpc(die, &lo, &err) != DW_DLV_OK)
+		lo = 0;
+	drop_err(dbg, &err);
+	return lo;
+}
+
+static void parse_cu(struct op_dwarf *d, struct dcu *cu);
+
+struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
+{
+	struct op_dwarf *d;
+	Dwarf_Error err = NULL;
+	Dwarf_Unsigned hl, next, toff;
+	Dwarf_Half ver, asz, lsz, esz, ct;
+	Dwarf_Off ab;
+	Dwarf_Sig8 sig;
+	size_t cap_cus = 0;
+	struct idx_ctx ic;
+	int res;
+
+	if (!op_dwarf_sane(fd, NULL)) {
+		op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
+			 f->path ? f->path : "?");
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->fd = dup(fd);
+	d->f = f;
+	d->budget = DEFAULT_BUDGET;
+	if (d->fd < 0) {
+		free(d);
+		return NULL;
+	}
+	if (!handle_get(d)) {
+		close(d->fd);
+		free(d);
+		return NULL;
+	}
+	ic = (struct idx_ctx){ .d = d };
+	for (;;) {
+		Dwarf_Die cu_die = NULL;
+		struct dcu *cu;
+		Dwarf_Off off;
+		int n;
+
+		res = dwarf_next_cu_header_d(d->dbg, 1, &hl, &ver, &ab, &asz, &lsz, &esz, &sig,
+					     &toff, &next, &ct, &err);
+		if (res != DW_DLV_OK)
+			break;
+		if (dwarf_siblingof_b(d->dbg, NULL, 1, &cu_die, &err) != DW_DLV_OK) {
+			drop_err(d->dbg, &err);
+			continue;
+		}
+		if (dwarf_dieoffset(cu_die, &off, &err) != DW_DLV_OK ||
+		    grow((void **)&d->cus, &cap_cus, d->n_cus, sizeof(*d->cus))) {
+			drop_err(d->dbg, &err);
+			dwarf_dealloc_die(cu_die);
+			continue;
+		}
+		cu = &d->cus[d->n_cus];
+		memset(cu, 0, sizeof(*cu));
+		cu->die_off = off;
+		cu->version = ver;
+		ic.cu = (uint32_t)d->n_cus++;
+		n = die_ranges(d->dbg, cu_die, ver, die_lowpc(d->dbg, cu_die), add_idx, &ic);
+		dwarf_dealloc_die(cu_die);
+		if (n == 0) {
+			/* no CU-level ranges: parse now and index its functions instead */
+			size_t i;
+
+			parse_cu(d, cu);
+			for (i = 0; i < cu->n_tops; i++)
+				add_idx(&ic, cu->tops[i].lo, cu->tops[i].hi);
+		}
+	}
+	if (res == DW_DLV_ERROR) {
+		op_debug("DWARF of %s: %s (using what was read)", f->path ? f->path : "?",
+			 dwarf_errmsg(err));
+		drop_err(d->dbg, &err);
+	}
+	if (!d->n_cus) {
+		op_dwarf_free(d);
+		return NULL;
+	}
+	if (d->n_idx)
+		qsort(d->idx, d->n_idx, sizeof(*d->idx), idx_cmp);
+	/* the handle's sections are bounded globally, not counted per file */
+	d->base_bytes = sizeof(*d) + d->n_cus * sizeof(*d->cus) + d->n_idx * sizeof(*d->idx);
+	return d;
+}
+
+static void cu_clear(struct dcu *cu)
+{
+	free(cu->nodes);
+	free(cu->ranges);
+	free(cu->tops);
+	free(cu->lines);
+	free(cu->files);
+	cu->nodes = NULL;
+	cu->ranges = NULL;
+	cu->tops = NULL;
+	cu->lines = NULL;
+	cu->files = NULL;
+	cu->n_nodes = cu->cap_nodes = cu->n_ranges = cu->cap_ranges = 0;
+	cu->n_tops = cu->n_lines = cu->n_files = 0;
+	cu->bytes = 0;
+	cu->parsed = false;
+}
+
+void op_dwarf_free(struct op_dwarf *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->n_cus; i++)
+		cu_clear(&d->cus[i]);
+	free(d->cus);
+	free(d->idx);
+	pthread_mutex_lock(&handles_lock);
+	handle_unlink(d);
+	handle_finish(d);
+	pthread_mutex_unlock(&handles_lock);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d);
+}
+
+size_t op_dwarf_bytes(const struct op_dwarf *d)
+{
+	return d ? d->base_bytes + d->parsed_bytes : 0;
+}
+
+void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes)
+{
+	if (d)
+		d->budget = bytes;
+}
+
+/* ---------------------------------------------------------------- CU parsing */
+
+static const char *cu_file(const struct dcu *cu, Dwarf_Unsigned idx)
+{
+	/* DWARF 5 numbers files from 0, earlier versions from 1 */
+	if (cu->version < 5) {
+		if (idx == 0)
+			return NULL;
+		idx--;
+	}
+	return idx < cu->n_files ? cu->files[idx] : NULL;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct dline *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/*
+ * Whether DWARF 5 file 0 of @cu is not the CU's primary source file (Go writes "?" there).
+ * libdwarf before 0.5 starts a DWARF 5 line program's file register at 0 instead of 1, so rows
+ * that never set the file report file 0; where file 0 is a placeholder they mean file 1.
+ */
+static bool file0_is_placeholder(struct op_dwarf *d, const struct dcu *cu, Dwarf_Die cu_die)
+{
+	Dwarf_Error err = NULL;
+	char *name = NULL;
+	bool res;
+
+	if (cu->n_files < 2 || !cu->files[0] || !cu->files[1])
+		return false;
+	if (dwarf_diename(cu_die, &name, &err) != DW_DLV_OK || !name) {
+		drop_err(d->dbg, &err);
+		return false;
+	}
+	res = strcmp(base_name(cu->files[0]), base_name(name)) != 0;
+	dwarf_dealloc(d->dbg, name, DW_DLA_STRING);
+	return res;
+}
+
+/* Index of @file in the CU's file list, + 1; 0 when absent. */
+static uint32_t file_slot(const struct dcu *cu, const char *file)
+{
+	size_t i;
+
+	for (i = 0; file && i < cu->n_files; i++)
+		if (cu->files[i] == file)
+			return (uint32_t)i + 1;
+	return 0;
+}
+
+/* Keep sorted @rows as 12-byte rows relative to the lowest address (rows past 4 GiB dropped). */
+static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
+{
+	size_t i, m = 0;
+	const char *last_file = NULL;
+	uint32_t last_slot = 0;
+
+	if (!n)
+		return;
+	cu->lines = malloc(n * sizeof(*cu->lines));
+	if (!cu->lines)
+		return;
+	cu->line_base = rows[0].addr;
+	for (i = 0; i < n; i++) {
+		struct crow *r = &cu->lines[m];
+
+		if (rows[i].addr - cu->line_base > UINT32_MAX)
+			break;
+		r->addr = (uint32_t)(rows[i].addr - cu->line_base);
+		r->line = rows[i].line;
+		if (rows[i].order == 0) {
+			r->file = ROW_END;
+		} else {
+			if (rows[i].file != last_file) {
+				last_file = rows[i].file;
+				last_slot = file_slot(cu, last_file);
+			}
+			r->file = last_slot;
+		}
+		m++;
+	}
+	/* hostile: rows 4 GiB past the first; what follows the last kept row is unknown */
+	if (i < n)
+		cu->lines[m++] = (struct crow){ UINT32_MAX, 0, ROW_END };
+	cu->n_lines = m;
+}
+
+static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Line_Context lc = NULL;
+	Dwarf_Unsigned lver;
+	Dwarf_Small tc;
+	Dwarf_Line *lines;
+	Dwarf_Signed nl = 0, i;
+	char **files = NULL;
+	Dwarf_Signed nf = 0;
+	bool file0_bogus;
+	struct dline *rows;
+	size_t n_rows = 0;
+
+	if (dwarf_srcfiles(cu_die, &files, &nf, &err) == DW_DLV_OK) {
+		cu->files = calloc((size_t)nf + 1, sizeof(*cu->files));
+		for (i = 0; i < nf; i++) {
+			if (cu->files)
+				cu->files[i] = op_file_intern(d->f, files[i]);
+			dwarf_dealloc(d->dbg, files[i], DW_DLA_STRING);
+		}
+		dwarf_dealloc(d->dbg, files, DW_DLA_LIST);
+		if (cu->files)
+			cu->n_files = (size_t)nf;
+	}
+	drop_err(d->dbg, &err);
+
+	if (dwarf_srclines_b(cu_die, &lver, &tc, &lc, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return;
+	}
+	if (dwarf_srclines_from_linecontext(lc, &lines, &nl, &err) != DW_DLV_OK || nl <= 0) {
+		drop_err(d->dbg, &err);
+		dwarf_srclines_dealloc_b(lc);
+		return;
+	}
+	file0_bogus = lver >= 5 && file0_is_placeholder(d, cu, cu_die);
+	rows = calloc((size_t)nl, sizeof(*rows));
+	for (i = 0; rows && i < nl; i++) {
+		Dwarf_Addr a;
+		Dwarf_Unsigned ln = 0, fno = 0;
+		Dwarf_Bool es = 0;
+		struct dline *l = &rows[n_rows];
+
+		if (dwarf_lineaddr(lines[i], &a, &err) != DW_DLV_OK) {
+			drop_err(d->dbg, &err);
+			continue;
+		}
+		if (dwarf_lineendsequence(lines[i], &es, &err) != DW_DLV_OK)
+			es = 0;
+		drop_err(d->dbg, &err);
+		if (dwarf_lineno(lines[i], &ln, &err) != DW_DLV_OK)
+			ln = 0;
+		drop_err(d->dbg, &err);
+		if (dwarf_line_srcfileno(lines[i], &fno, &err) != DW_DLV_OK)
+			fno = (Dwarf_Unsigned)-1;
+		drop_err(d->dbg, &err);
+		if (fno == 0 && file0_bogus)
+			fno = 1;
+		l->addr = a;
+		/* file index: the line program's version decides 0- or 1-based */
+		l->file = es ? NULL
+			     : (lver >= 5 ? (fno < cu->n_files ? cu->files[fno] : NULL)
+					  : (fno >= 1 && fno - 1 < cu->n_files ? cu->files[fno - 1]
+									       : NULL));
+		l->line = es ? 0 : (uint32_t)(ln > UINT32_MAX ? 0 : ln);
+		/* end-of-sequence rows sort before a sequence starting at the same address */
+		l->order = es ? 0 : (uint32_t)i + 1;
+		n_rows++;
+	}
+	dwarf_srclines_dealloc_b(lc);
+	if (n_rows)
+		qsort(rows, n_rows, sizeof(*rows), line_cmp);
+	compact_rows(cu, rows, n_rows);
+	free(rows);
+}
+
+/* Name, linkage name and declaration line, following abstract_origin and specification. */
+static void fn_info(struct op_dwarf *d, Dwarf_Die die, const char **name, const char **linkage,
+		    int64_t *decl_line, int depth)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Unsigned v;
+	Dwarf_Off ref;
+	Dwarf_Die other;
+
+	if (!*linkage) {
+		*linkage = attr_str(d, die, DW_AT_linkage_name);
+		if (!*linkage)
+			*linkage = attr_str(d, die, DW_AT_MIPS_linkage_name);
+	}
+	if (!*name)
+		*name = attr_str(d, die, DW_AT_name);
+	if (!*decl_line && attr_udata(d->dbg, die, DW_AT_decl_line, &v))
+		*decl_line = (int64_t)v;
+	if ((*name && *linkage && *decl_line) || depth >= MAX_ORIGIN_DEPTH)
+		return;
+	if (!attr_ref(d->dbg, die, DW_AT_abstract_origin, &ref) &&
+	    !attr_ref(d->dbg, die, DW_AT_specification, &ref))
+		return;
+	if (dwarf_offdie_b(d->dbg, ref, 1, &other, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return;
+	}
+	fn_info(d, other, name, linkage, decl_line, depth + 1);
+	dwarf_dealloc_die(other);
+}
+
+struct node_ctx {
+	struct op_dwarf *d;
+	struct dcu *cu;
+};
+
+static int add_node_range(void *ctx, uint64_t lo, uint64_t hi)
+{
+	struct node_ctx *c = ctx;
+	struct dcu *cu = c->cu;
+
+	if (grow((void **)&cu->ranges, &cu->cap_ranges, cu->n_ranges, sizeof(*cu->ranges)))
+		return -ENOMEM;
+	cu->ranges[cu->n_ranges++] = (struct drange){ lo, hi };
+	return 0;
+}
+
+static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t parent, int depth,
+		 uint64_t cu_base);
+
+static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t parent, int depth,
+		  uint64_t cu_base)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Half tag;
+	struct node_ctx nc = { d, cu };
+	uint32_t me;
+	size_t first;
+	int n;
+
+	if (dwarf_tag(die, &tag, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return;
+	}
+	switch (tag) {
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+		break;
+	case DW_TAG_lexical_block:
+	case DW_TAG_namespace:
+	case DW_TAG_module:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+		/* may hold inlined calls or function definitions */
+		walk(d, cu, die, parent, depth + 1, cu_base);
+		return;
+	default:
+		return;
+	}
+	if (tag == DW_TAG_inlined_subroutine && parent == NONE)
+		return; /* an inline instance outside any function: ignore */
+	first = cu->n_ranges;
+	n = die_ranges(d->dbg, die, cu->version, cu_base, add_node_range, &nc);
+	if (n <= 0) {
+		/* declaration or abstract instance: nothing at an address, but a nested
+		 * definition (e.g. a local class's method) may still have code */
+		if (tag == DW_TAG_subprogram)
+			walk(d, cu, die, parent, depth + 1, cu_base);
+		return;
+	}
+	if (grow((void **)&cu->nodes, &cu->cap_nodes, cu->n_nodes, sizeof(*cu->nodes))) {
+		cu->n_ranges = first;
+		return;
+	}
+	me = (uint32_t)cu->n_nodes++;
+	{
+		struct dnode *nd = &cu->nodes[me];
+		const char *name = NULL, *linkage = NULL;
+		int64_t decl_line = 0;
+		Dwarf_Unsigned v;
+
+		memset(nd, 0, sizeof(*nd));
+		nd->parent = parent;
+		nd->depth = (uint16_t)(parent == NONE ? 0 : cu->nodes[parent].depth + 1);
+		nd->range_first = (uint32_t)first;
+		nd->range_count = (uint32_t)n;
+		fn_info(d, die, &name, &linkage, &decl_line, 0);
+		nd->system_name = linkage ? linkage : name;
+		/* a mangled linkage name demangles to the qualified name; an unmangled one is
+		 * an asm label (glibc's __GI_*), where the source name reads better */
+		nd->name = linkage ? op_file_demangle(d->f, linkage) : NULL;
+		if (!nd->name || nd->name == linkage)
+			nd->name = name ? name : linkage;
+		nd->decl_line = decl_line;
+		if (tag == DW_TAG_inlined_subroutine) {
+			if (attr_udata(d->dbg, die, DW_AT_call_file, &v))
+				nd->call_file = cu_file(cu, v);
+			if (attr_udata(d->dbg, die, DW_AT_call_line, &v))
+				nd->call_line = (int64_t)v;
+		}
+	}
+	if (depth < MAX_TREE_DEPTH)
+		walk(d, cu, die, me, depth + 1, cu_base);
+	cu->nodes[me].subtree_end = (uint32_t)cu->n_nodes;
+}
+
+static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die parent_die, uint32_t parent,
+		 int depth, uint64_t cu_base)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Die child, next;
+	Dwarf_Off off;
+
+	if (depth >= MAX_TREE_DEPTH)
+		return;
+	if (dwarf_child(parent_die, &child, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return;
+	}
+	for (;;) {
+		/* a tree walked in preorder meets its DIEs in section order: anything else is
+		 * corrupt and could loop or blow up */
+		if (dwarf_dieoffset(child, &off, &err) != DW_DLV_OK || off <= cu->last_off ||
+		    ++cu->visited > MAX_DIES_PER_CU) {
+			drop_err(d->dbg, &err);
+			dwarf_dealloc_die(child);
+			break;
+		}
+		cu->last_off = off;
+		visit(d, cu, child, parent, depth, cu_base);
+		if (dwarf_siblingof_b(d->dbg, child, 1, &next, &err) != DW_DLV_OK) {
+			drop_err(d->dbg, &err);
+			dwarf_dealloc_die(child);
+			break;
+		}
+		dwarf_dealloc_die(child);
+		child = next;
+	}
+}
+
+static int top_cmp(const void *a, const void *b)
+{
+	const struct dtop *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int use_cmp(const void *a, const void *b)
+{
+	const struct dcu *x = *(struct dcu *const *)a, *y = *(struct dcu *const *)b;
+
+	return x->last_use < y->last_use ? -1 : x->last_use > y->last_use;
+}
+
+/* Drop parsed CUs, least recently used first, until at most half the budget is left. */
+static void drop_parsed(struct op_dwarf *d)
+{
+	struct dcu **v;
+	size_t i, n = 0;
+
+	v = malloc(d->n_cus * sizeof(*v));
+	for (i = 0; v && i < d->n_cus; i++)
+		if (d->cus[i].parsed)
+			v[n++] = &d->cus[i];
+	if (!v) {
+		/* no room to sort: drop them all */
+		for (i = 0; i < d->n_cus; i++)
+			if (d->cus[i].parsed)
+				cu_clear(&d->cus[i]);
+		d->parsed_bytes = 0;
+		return;
+	}
+	qsort(v, n, sizeof(*v), use_cmp);
+	for (i = 0; i < n && d->parsed_bytes > d->budget / 2; i++) {
+		d->parsed_bytes -= v[i]->bytes;
+		cu_clear(v[i]);
+	}
+	free(v);
+}
+
+static void parse_cu(struct op_dwarf *d, struct dcu *cu)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Die cu_die;
+	size_t i, k;
+
+	if (cu->parsed || cu->failed)
+		return;
+	if (d->parsed_bytes > d->budget)
+		drop_parsed(d);
+	if (!handle_get(d))
+		return;
+	if (dwarf_offdie_b(d->dbg, cu->die_off, 1, &cu_die, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		cu->failed = true;
+		return;
+	}
+	cu->visited = 0;
+	cu->last_off = cu->die_off;
+	parse_lines(d, cu, cu_die);
+	walk(d, cu, cu_die, NONE, 0, die_lowpc(d->dbg, cu_die));
+	dwarf_dealloc_die(cu_die);
+
+	for (i = 0; i < cu->n_nodes; i++)
+		if (cu->nodes[i].parent == NONE)
+			cu->n_tops += cu->nodes[i].range_count;
+	cu->tops = cu->n_tops ? calloc(cu->n_tops, sizeof(*cu->tops)) : NULL;
+	if (!cu->tops)
+		cu->n_tops = 0;
+	for (i = 0, k = 0; cu->tops && i < cu->n_nodes; i++) {
+		struct dnode *nd = &cu->nodes[i];
+		uint32_t r;
+
+		if (nd->parent != NONE)
+			continue;
+		for (r = 0; r < nd->range_count; r++)
+			cu->tops[k++] =
+				(struct dtop){ cu->ranges[nd->range_first + r].lo,
+					       cu->ranges[nd->range_first + r].hi, (uint32_t)i };
+	}
+	if (cu->n_tops)
+		qsort(cu->tops, cu->n_tops, sizeof(*cu->tops), top_cmp);
+	cu->bytes = cu->n_nodes * sizeof(*cu->nodes) + cu->n_ranges * sizeof(*cu->ranges) +
+		    cu->n_tops * sizeof(*cu->tops) + cu->n_lines * sizeof(*cu->lines) +
+		    cu->n_files * sizeof(*cu->files);
+	d->parsed_bytes += cu->bytes;
+	cu->parsed = true;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+static struct dcu *find_cu(struct op_dwarf *d, uint64_t addr)
+{
+	size_t lo = 0, hi = d->n_idx, i, back;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->idx[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges of different CUs should not overlap; look back a little in case */
+	for (i = lo, back = 0; i > 0 && back < 16; i--, back++)
+		if (addr < d->idx[i - 1].hi)
+			return &d->cus[d->idx[i - 1].cu];
+	return NULL;
+}
+
+/* File and line of the row covering @addr; false before any row or past a sequence end. */
+static bool find_line(const struct dcu *cu, uint64_t addr, const char **file, int64_t *line)
+{
+	size_t lo = 0, hi = cu->n_lines;
+	const struct crow *r;
+	uint64_t rel;
+
+	if (!cu->n_lines || addr < cu->line_base)
+		return false;
+	rel = addr - cu->line_base;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cu->lines[mid].addr <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	r = &cu->lines[lo - 1];
+	if (r->file == ROW_END)
+		return false;
+	*file = r->file && r->file - 1 < cu->n_files ? cu->files[r->file - 1] : NULL;
+	*line = r->line;
+	return true;
+}
+
+static bool node_has(const struct dcu *cu, const struct dnode *nd, uint64_t addr)
+{
+	uint32_t r;
+
+	for (r = 0; r < nd->range_count; r++) {
+		const struct drange *g = &cu->ranges[nd->range_first + r];
+
+		if (addr >= g->lo && addr < g->hi)
+			return true;
+	}
+	return false;
+}
+
+int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out)
+{
+	const char *line_file = NULL;
+	int64_t line_no = 0;
+	bool line;
+	const struct dnode *nd;
+	struct dcu *cu;
+	size_t lo, hi;
+	uint32_t top = NONE, best, i;
+	const char *file;
+	int64_t lineno;
+
+	out->n = 0;
+	if (!d)
+		return -ENOENT;
+	cu = find_cu(d, addr);
+	if (!cu)
+		return -ENOENT;
+	cu->last_use = ++d->tick;
+	parse_cu(d, cu);
+	if (!cu->parsed)
+		return -ENOENT;
+	line = find_line(cu, addr, &line_file, &line_no);
+
+	lo = 0;
+	hi = cu->n_tops;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cu->tops[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < cu->tops[lo - 1].hi)
+		top = cu->tops[lo - 1].node;
+	if (top == NONE) {
+		/* no function DIE here: still report file and line if the line table has it */
+		if (!line || !line_file)
+			return -ENOENT;
+		out->lines[0] = (struct op_sym_line){ .file = line_file, .line = line_no };
+		out->n = 1;
+		return 1; /* caller fills in the name */
+	}
+	best = top;
+	for (i = top + 1; i < cu->nodes[top].subtree_end; i++)
+		if (cu->nodes[i].depth > cu->nodes[best].depth && node_has(cu, &cu->nodes[i], addr))
+			best = i;
+
+	file = line ? line_file : NULL;
+	lineno = line ? line_no : 0;
+	for (nd = &cu->nodes[best]; nd && out->n < OP_MAX_INLINE;
+	     nd = nd->parent == NONE ? NULL : &cu->nodes[nd->parent]) {
+		out->lines[out->n++] = (struct op_sym_line){
+			.name = nd->name,
+			.system_name = nd->system_name,
+			.file = file,
+			.line = lineno,
+			.start_line = nd->decl_line,
+		};
+		/* the caller's position is where this inline instance was called */
+		file = nd->call_file;
+		lineno = nd->call_line;
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* DWARF lines and inline chains (dwarf.c); used by symbolize.c only. */
+#ifndef OTELPROF_DWARF_H
+#define OTELPROF_DWARF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbol/symbolize.h"
+
+struct op_file;
+struct op_dwarf;
+
+/* Read the CU index of the ELF file open on @fd (dup()ed); strings go to @f. NULL: no DWARF. */
+struct op_dwarf *op_dwarf_open(int fd, struct op_file *f);
+void op_dwarf_free(struct op_dwarf *d);
+/*
+ * Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open); adds the
+ * uncompressed size of the .debug_* sections to *@debug_bytes when non-NULL.
+ */
+bool op_dwarf_sane(int fd, size_t *debug_bytes);
+size_t op_dwarf_bytes(const struct op_dwarf *d);
+/*
+ * Bound on parsed CU data (default 32 MiB); over it, the least recently used parsed CUs are
+ * dropped and re-parsed on demand.
+ */
+void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
+
+/*
+ * Bound on the section bytes of all open libdwarf instances together (default 16 MiB); over
+ * it, the least recently used are closed and re-opened on demand.
+ */
+void op_dwarf_set_handle_budget(size_t bytes);
+/*
+ * Close the libdwarf instances unused for a few seconds (what was parsed out of them stays).
+ * Cheap: does the work at most once a second. Call without holding any file's lock.
+ */
+void op_dwarf_idle(void);
+/* Open libdwarf instances and the section bytes they hold, now. */
+void op_dwarf_handle_stats(size_t *open, size_t *bytes);
+
+/*
+ * Frames for @addr, innermost first. Returns 0 with out->n >= 1; 1 with out->n == 1 when only
+ * file and line are known (no function entry: the caller names it); -ENOENT otherwise.
+ */
+int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out);
+
+#endif

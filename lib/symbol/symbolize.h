@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Symbolization of an address in a binary of the file cache (binary/filecache.h): DWARF inline
+ * chains, files and lines (the file's own or a separate debug file's), Go's pclntab, else the
+ * ELF symbol tables. The lazy state it hangs on a file is freed with the file.
+ */
+#ifndef OTELPROF_SYMBOLIZE_H
+#define OTELPROF_SYMBOLIZE_H
+
+#include "binary/filecache.h"
+
+/*
+ * Symbolize the ELF virtual address @vaddr. Returns 0 with out->n >= 1, or -ENOENT when no
+ * symbol covers it (out->n == 0).
+ */
+int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *out);
+
+/*
+ * Whether symbolizing @f gives file:line (DWARF or Go pclntab) and inline frames (DWARF), for
+ * the mapping's has_line_numbers / has_inline_frames. Loads the lazy parts if needed.
+ */
+int op_file_has_lines(struct op_file *f);
+int op_file_has_inline_frames(struct op_file *f);
+
+/*
+ * Where separate debug files are looked for: a colon-separated list of host directories
+ * searched instead of /usr/lib/debug inside each process's root (NULL restores the default).
+ * The environment variable OTELPROF_DEBUG_ROOT does the same when this was not called.
+ */
+void op_symbolize_set_debug_dirs(const char *dirs);
+
+#endif
