@@ -21,14 +21,17 @@
 #include "sample/record.bpf.h"
 #include "unwind/fp.bpf.h"
 #include "unwind/native.bpf.h"
+#include "unwind/runtime.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, zero = 0;
+	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_CPU;
 	struct task_struct *task;
 	struct user_regs regs;
 	struct op_trace *t;
@@ -43,7 +46,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		count(OP_CNT_FILTERED);
 		return 0;
 	}
-	t = bpf_map_lookup_elem(&scratch, &zero);
+	t = bpf_map_lookup_elem(&scratch, &chain);
 	if (!t)
 		return 0;
 
@@ -54,7 +57,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->ktime_ns = bpf_ktime_get_ns();
 	t->flags = sampled_user_mode(ctx) ? 0 : OP_TRACE_KERNEL_MODE;
 	t->unwind_error = OTELPROF_UNWIND_OK;
-	t->pad = 0;
+	t->origin = OP_ORIGIN_CPU;
+	t->value = 1;
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
 
 	t->n_kernel = 0;
@@ -68,9 +72,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	task = bpf_get_current_task_btf();
 	if (get_user_regs(ctx, task, &regs)) {
 		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+		struct walk_ctx w = { .t = t, .proc = proc };
 
-		if (proc)
-			return unwind_user_stack(ctx, t, task, proc, &regs);
+		if (proc && (w.s = unwind_begin(t, OP_CHAIN_CPU))) {
+			unwind_leaf_regs_perf(ctx, w.s, task, &regs);
+			return walk_and_submit(ctx, &cpu_progs, &w);
+		}
 		/* no CFI tables (yet): frame pointers, and tell user space */
 		refresh = true;
 		t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);

@@ -15,6 +15,44 @@
 #define OP_COMM_LEN	     16
 #define OP_MAX_TARGET_PIDS   4096
 
+/*
+ * Language runtimes whose frames the BPF side emits (bpf/runtime/<name>.bpf.h). The value is
+ * also the runtime's slot in the `runtime_progs` tail-call array, the tag of its frames in a
+ * trace (below), and the bit (1 << value) in otelprof_opts.runtimes... masks. 0 is native code.
+ */
+enum op_runtime_kind {
+	OP_RUNTIME_NONE = 0,
+	OP_RUNTIME_PYTHON = 1,
+	OP_RUNTIME_V8 = 2,
+	OP_RUNTIME_HOTSPOT = 3,
+	OP_RUNTIME_MAX = 8,
+};
+
+/*
+ * Trace frames are 64-bit slots. A native (or kernel) frame is its address, one slot. A
+ * runtime's frame takes two slots: the first is tagged with the runtime in its top byte
+ * (OP_FRAME_TAG(kind) | payload of at most 56 bits, e.g. a code object's address), the second
+ * is the runtime's own (an instruction offset, a bytecode index...). No user address has a
+ * non-zero top byte, so the tag is unambiguous; the unwinders never record a native PC with
+ * one (they stop there).
+ */
+#define OP_FRAME_TAG_SHIFT     56
+#define OP_FRAME_TAG(kind)     ((__u64)(kind) << OP_FRAME_TAG_SHIFT)
+#define OP_FRAME_KIND(slot)    ((__u32)((slot) >> OP_FRAME_TAG_SHIFT))
+#define OP_FRAME_PAYLOAD(slot) ((slot) & ((1ull << OP_FRAME_TAG_SHIFT) - 1))
+
+/*
+ * What a trace is a sample of (op_trace.origin) and what its value counts. CPU samples count
+ * 1 each; the others carry their weight in op_trace.value.
+ */
+enum op_trace_origin {
+	OP_ORIGIN_CPU = 0,     /* cpu-clock sample; value 1 */
+	OP_ORIGIN_OFF_CPU = 1, /* a thread switched back in; value = nanoseconds off the CPU */
+	OP_ORIGIN_ALLOC = 2,   /* a sampled allocation; value = bytes */
+	OP_ORIGIN_PROBE = 3,   /* a traced function was hit (uprobe); value 1 */
+	OP_ORIGIN_MAX = 8,
+};
+
 enum op_event_type {
 	OP_EV_TRACE = 1,
 	OP_EV_EXEC = 2,
@@ -42,8 +80,8 @@ struct op_event_hdr {
 
 /*
  * One sample. Variable length on the ring buffer: only frames[0 .. n_kernel + n_user) are
- * sent; kernel frames come first, then user frames, each leaf first. User frames are return
- * addresses except frames[n_kernel] (the interrupted PC).
+ * sent; kernel frames come first, then user frame slots (see OP_FRAME_TAG), each leaf first.
+ * Native user frames are return addresses except frames[n_kernel] (the interrupted PC).
  */
 struct op_trace {
 	struct op_event_hdr hdr;
@@ -54,7 +92,9 @@ struct op_trace {
 	__u16 n_user;
 	__u32 flags;	    /* OP_TRACE_* */
 	__u32 unwind_error; /* enum otelprof_unwind_error */
-	__u32 pad;
+	__u8 origin;	    /* enum op_trace_origin */
+	__u8 pad[3];
+	__u64 value; /* see enum op_trace_origin */
 	__u8 comm[OP_COMM_LEN];
 	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES];
 };

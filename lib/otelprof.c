@@ -23,6 +23,7 @@
 #include "sample/sampler.h"
 #include "symbol/ksyms.h"
 #include "symbol/symbolize.h"
+#include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
@@ -68,7 +69,8 @@ struct otelprof {
 	struct op_filecache *files;
 	struct op_proctab *procs;
 	struct op_ksyms *ksyms;
-	struct op_unwinder *unwinder; /* NULL: frame pointers only */
+	struct op_unwinder *unwinder;		     /* NULL: frame pointers only */
+	struct op_runtime *runtimes[OP_RUNTIME_MAX]; /* enabled language runtimes, by kind */
 
 	pthread_mutex_t lock; /* guards everything below and the tracker/cache above */
 	struct op_profile *profile;
@@ -292,6 +294,52 @@ static struct op_profile *new_profile(struct otelprof *p)
 	return op_profile_new(&po);
 }
 
+/*
+ * The language runtimes compiled in (lib/runtime/<name>/, interface lib/unwind/runtime.h).
+ * A constructor returns NULL with errno set when the runtime cannot work here; the others
+ * still run.
+ */
+typedef struct op_runtime *(*runtime_ctor)(const struct op_runtime_env *env);
+static const struct {
+	const char *name;
+	runtime_ctor make;
+} runtime_ctors[] = {
+	{ NULL, NULL },
+};
+
+static void runtimes_open(struct otelprof *p)
+{
+	struct op_runtime_env env = { op_sampler_skel(p->sampler), p->files };
+
+	for (size_t i = 0; runtime_ctors[i].make; i++) {
+		struct op_runtime *rt = runtime_ctors[i].make(&env);
+		int err;
+
+		if (!rt) {
+			op_warn("%s frames will show as native: %s", runtime_ctors[i].name,
+				strerror(errno));
+			continue;
+		}
+		err = op_unwinder_add_runtime(p->unwinder, rt);
+		if (err) {
+			op_warn("%s frames will show as native: %s", rt->name, strerror(-err));
+			if (rt->free)
+				rt->free(rt->ctx);
+			continue;
+		}
+		p->runtimes[rt->kind] = rt;
+	}
+}
+
+static void runtimes_close(struct otelprof *p)
+{
+	for (int k = 0; k < OP_RUNTIME_MAX; k++) {
+		if (p->runtimes[k] && p->runtimes[k]->free)
+			p->runtimes[k]->free(p->runtimes[k]->ctx);
+		p->runtimes[k] = NULL;
+	}
+}
+
 /* ------------------------------------------------------------------ record handling */
 
 static uint32_t marker_location(struct otelprof *p, const char *what)
@@ -388,6 +436,49 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				   file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
 }
 
+static enum op_frame_type runtime_frame_type(unsigned int kind)
+{
+	switch (kind) {
+	case OP_RUNTIME_PYTHON:
+		return OP_FRAME_CPYTHON;
+	case OP_RUNTIME_V8:
+		return OP_FRAME_V8JS;
+	case OP_RUNTIME_HOTSPOT:
+		return OP_FRAME_HOTSPOT;
+	}
+	return OP_FRAME_NATIVE;
+}
+
+/* One frame of a language runtime (two trace slots: @payload of the tagged one, @data). */
+static uint32_t runtime_location(struct otelprof *p, int pid, unsigned int kind, uint64_t payload,
+				 uint64_t data)
+{
+	const struct op_runtime *rt = kind < OP_RUNTIME_MAX ? p->runtimes[kind] : NULL;
+	struct op_line_desc lines[OP_MAX_INLINE];
+	struct op_runtime_frame rf = { .address = payload };
+	size_t n = 0;
+
+	if (rt && rt->symbolize && !(p->flags & OTELPROF_F_NO_SYMBOLIZE) &&
+	    rt->symbolize(rt->ctx, pid, payload, data, &rf) == 0) {
+		for (size_t i = 0; i < rf.sym.n && i < OP_MAX_INLINE; i++) {
+			struct op_function_desc fd = {
+				.name = rf.sym.lines[i].name,
+				.system_name = rf.sym.lines[i].system_name,
+				.filename = rf.sym.lines[i].file,
+				.start_line = rf.sym.lines[i].start_line,
+			};
+
+			lines[n].function = op_profile_function(p->profile, &fd);
+			lines[n].line = rf.sym.lines[i].line;
+			lines[n].column = 0;
+			n++;
+		}
+	}
+	if (!n)
+		p->stats.unsymbolized++;
+	return op_profile_location(p->profile, 0, rf.address, lines, n, runtime_frame_type(kind));
+}
+
 static struct op_proc *ghost_find(struct otelprof *p, int pid)
 {
 	for (struct exec_snap *g = p->ghosts; g; g = g->next)
@@ -448,8 +539,19 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 
 	for (size_t i = 0; i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
-	for (size_t i = 0; i < nu; i++)
-		locs[n++] = user_location(p, proc, t->frames[nk + i], i == 0);
+	for (size_t i = 0; i < nu; i++) {
+		uint64_t slot = t->frames[nk + i];
+		unsigned int kind = OP_FRAME_KIND(slot);
+
+		if (!kind) {
+			locs[n++] = user_location(p, proc, slot, i == 0);
+		} else if (i + 1 < nu) {
+			/* a runtime's frame: this slot and the next (bpf/types.h) */
+			locs[n++] = runtime_location(p, (int)t->hdr.pid, kind,
+						     OP_FRAME_PAYLOAD(slot), t->frames[nk + i + 1]);
+			i++;
+		}
+	}
 	if (t->flags & OP_TRACE_USER_TRUNCATED)
 		locs[n++] = marker_location(p, "[truncated]");
 	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
@@ -887,6 +989,8 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 			op_warn("cfi unwinder unavailable (%s): user stacks use frame pointers "
 				"only",
 				strerror(errno));
+		else
+			runtimes_open(p);
 	}
 	/* Read the targets' maps now, while they surely exist. */
 	for (size_t i = 0; i < p->opts.pid_cnt; i++) {
@@ -1055,6 +1159,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 		return;
 	otelprof_stop(p);
 	op_unwinder_free(p->unwinder);
+	runtimes_close(p);
 	op_sampler_close(p->sampler);
 	op_profile_free(p->profile);
 	while (p->ghosts) {

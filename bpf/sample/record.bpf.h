@@ -41,13 +41,24 @@ struct {
 } counters SEC(".maps");
 
 /*
- * Scratch record, one per CPU. Invariant: only the program running on that CPU touches it,
- * and it is fully rewritten (header and the frames it reports) on every sample, so stale
- * frames beyond n_kernel + n_user are never sent.
+ * Each kind of event that takes stacks has its own scratch record and walk state, indexed by
+ * its chain (programs of one type do not nest on a CPU, programs of different types might),
+ * and its own tail-call chain (a tail call stays within one BPF program type): the
+ * cpu-clock perf_event, and others as they come (scheduler tracepoints, uprobes).
+ */
+enum op_unwind_chain {
+	OP_CHAIN_CPU = 0, /* perf_event on cpu-clock (bpf/sampler.bpf.c on_cpu_sample) */
+	OP_CHAIN_MAX = 4,
+};
+
+/*
+ * Scratch record, one per CPU and chain. Invariant: only the program running on that CPU
+ * touches its chain's entry, and it is fully rewritten (header and the frames it reports) on
+ * every event, so stale frames beyond n_kernel + n_user are never sent.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, OP_CHAIN_MAX);
 	__type(key, __u32);
 	__type(value, struct op_trace);
 } scratch SEC(".maps");

@@ -31,6 +31,8 @@ static __always_inline __u32 walk_frame_pointers(struct op_trace *t, __u32 first
 		}
 		if (!next[1])
 			break;
+		if (next[1] >> OP_FRAME_TAG_SHIFT)
+			break; /* not a user address: it would read as a runtime frame's tag */
 		/* keep clang from folding the bound into a pointer the verifier cannot check */
 		asm volatile("" : "+r"(idx));
 		if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES)

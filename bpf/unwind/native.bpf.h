@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * CFI user-stack walk, part of the sampler object (bpf/sampler.bpf.c). The sampler calls
- * unwind_user_stack() when the process has unwind tables (lib/unwind/unwind.c fills
- * unwind_procs); it walks the first
- * OP_UNWIND_FRAMES_PER_PROG frames in the sampler's own run (most stacks end there, and a
- * tail call would only repeat its map lookups), then continues in unwind_user, which
- * tail-calls itself through unwind_next(), the one counting wrapper, OP_UNWIND_FRAMES_PER_PROG
- * frames a run, until the stack ends, an error stops it, or OP_MAX_USER_FRAMES frames are
- * recorded (then OP_TRACE_USER_TRUNCATED is set). The last run submits the record
- * (sample/record.bpf.h). The per-frame step is unwind/step.h, shared with the unit tests.
+ * CFI user-stack walk, part of the sampler object (bpf/sampler.bpf.c). An event program
+ * whose process has unwind tables (lib/unwind/unwind.c fills unwind_procs) starts a walk with
+ * unwind_begin(), sets the leaf registers and calls walk_and_submit(): it walks the first
+ * OP_UNWIND_FRAMES_PER_PROG frames in the event's own run (most stacks end there, and a tail
+ * call would only repeat its map lookups), then continues in its chain's unwind_native_<chain>
+ * (OP_UNWIND_CHAIN), which tail-calls itself through unwind_tail_call(), the one counting
+ * wrapper, OP_UNWIND_FRAMES_PER_PROG frames a run, until the stack ends, an error stops it, or
+ * OP_MAX_USER_FRAMES frame slots are recorded (then OP_TRACE_USER_TRUNCATED is set). A frame
+ * in a mapping that a language runtime claimed (op_unwind_mapping.runtime) goes to that
+ * runtime's program instead (bpf/unwind/runtime.bpf.h), which hands back when it is done. The
+ * last run submits the record (sample/record.bpf.h). The per-frame step is unwind/step.h,
+ * shared with the unit tests.
  */
 #ifndef OTELPROF_NATIVE_BPF_H
 #define OTELPROF_NATIVE_BPF_H
@@ -23,6 +26,10 @@
 #define OP_UNWIND_MAX_RULES	 65536
 #define OP_UNWIND_MAX_TABLES	 4096
 #define OP_UNWIND_MAX_PROCS	 16384
+/* Interpreter frames queued ahead of the native walk (two slots each), a power of two. */
+#define OP_RT_PENDING_SLOTS 64
+/* Loop frames the interp walk hands queued frames to in one program run. */
+#define OP_RT_PENDING_ROUNDS 8
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -55,43 +62,65 @@ struct {
 } unwind_procs SEC(".maps");
 
 /*
- * Walk state, one per CPU. Invariant: set up by unwind_user_stack() for the sample being
- * taken on this CPU and used only by the tail-call chain that follows it; nothing else runs
- * on the CPU in between (perf_event programs do not nest).
+ * Walk state, one per CPU and chain. Invariant: set up by unwind_begin() for the event being
+ * handled on this CPU and used only by the tail-call chain that follows it; nothing else on
+ * the CPU uses this chain's entry in between (programs of one type do not nest on a CPU).
  */
 struct unwind_scratch {
 	struct op_unwind_regs r;
 	__u32 pid;
-	__u32 n;	  /* user frames recorded */
-	__u32 tail_calls; /* tail calls taken so far in this chain */
-	__u32 refresh;	  /* the walk met something user space should re-read /proc for */
+	__u32 n;	    /* user frame slots recorded */
+	__u32 tail_calls;   /* tail calls taken so far in this chain */
+	__u32 refresh;	    /* the walk met something user space should re-read /proc for */
+	__u32 chain;	    /* enum op_unwind_chain: index of this state and of the trace */
+	__s32 last_mapping; /* mapping of the frame before, -1 if none (a hint: walk_one) */
+	/* runtime dispatch (bpf/unwind/runtime.bpf.h) */
+	__u8 runtime;	/* enum op_runtime_kind of the mapping the walk stopped in, or 0 */
+	__u8 step_only; /* the next native frame: OP_STEP_ONLY_* */
+	__u16 pad;
+	__u32 mapping;	   /* index in the process's mappings of that frame */
+	__u64 rt_state[4]; /* the runtime's own, zero at the start of each walk */
+	/*
+	 * Frames an interpreter queued for the native frames of its loop still to come: slots
+	 * [pend_head, pend_tail) of pend, in groups; bit i of pend_ends marks the end of a group
+	 * at frame (slot pair) i. The native walk gives the next group to each frame of
+	 * pend_runtime's code it meets, without a tail call (runtime.bpf.h).
+	 */
+	__u8 pend_runtime;
+	__u8 pend_head, pend_tail;
+	__u8 pad2[5];
+	__u64 pend_ends;
+	__u64 pend[OP_RT_PENDING_SLOTS];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, OP_CHAIN_MAX);
 	__type(key, __u32);
 	__type(value, struct unwind_scratch);
 } unwind_scratch SEC(".maps");
 
-int unwind_user(struct bpf_perf_event_data *ctx);
+/* unwind_scratch.step_only */
+#define OP_STEP_ONLY_NONE    0
+#define OP_STEP_ONLY_STEP    1 /* handled by a runtime: unwind it, do not record it */
+#define OP_STEP_ONLY_RECORD  2 /* a runtime declined it: record it as native, do not dispatch */
+#define OP_STEP_ONLY_PENDING 3 /* an interpreter loop frame with queued frames still to take */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
-	__uint(key_size, sizeof(__u32));
-	__array(values, int(void *));
-} unwind_progs SEC(".maps") = {
-	.values = { [0] = (void *)&unwind_user },
-};
+/*
+ * Slots of a chain's tail-call array: 0 continues the native walk, k in [1, OP_RUNTIME_MAX) is
+ * runtime k, OP_CHAIN_INTERP the native walk that hands out queued interpreter frames.
+ */
+#define OP_CHAIN_NATIVE 0
+#define OP_CHAIN_INTERP OP_RUNTIME_MAX
 
 /* The one place that tail-calls: counts, and refuses before the kernel's limit would. */
-static __always_inline void unwind_next(void *ctx, struct unwind_scratch *s)
+static __always_inline void unwind_tail_call(void *ctx, void *progs, struct unwind_scratch *s,
+					     __u32 slot)
 {
 	if (s->tail_calls >= OP_UNWIND_MAX_TAIL_CALLS)
 		return;
 	s->tail_calls++;
-	bpf_tail_call(ctx, &unwind_progs, 0);
+	bpf_tail_call(ctx, progs, slot);
 }
 
 /* Copy the leaf frame's general registers (DWARF order) for rules based on them. */
@@ -198,12 +227,54 @@ struct walk_ctx {
 	struct op_trace *t;
 	struct unwind_scratch *s;
 	struct op_unwind_proc *proc;
-	const struct op_unwind_table *tb; /* unwind_tables[slot], looked up for a frame before */
-	__u32 slot;
-	int last; /* mapping of the frame before, -1 if none: callers are often in the same one */
-	int done;
+	int done; /* 1: the walk is over; WALK_DISPATCH: a runtime takes the frame in s->r */
 };
 
+#define WALK_DISPATCH 2
+
+/*
+ * Move the next queued interpreter frame into the trace. True when that ended its group (or
+ * the queue or the trace ran out): the loop frame is then stepped; false: call again for the
+ * same loop frame (one frame per walk iteration keeps the verifier's work linear).
+ */
+static __always_inline bool take_pending(struct op_trace *t, struct unwind_scratch *s)
+{
+	__u32 h = s->pend_head, idx = t->n_kernel + s->n;
+	bool end;
+
+	if (h + 1 >= OP_RT_PENDING_SLOTS || h + 1 >= s->pend_tail)
+		return true;
+	if (s->n + 2 > OP_MAX_USER_FRAMES) {
+		t->flags |= OP_TRACE_USER_TRUNCATED;
+		s->pend_head = s->pend_tail;
+		return true;
+	}
+	/* keep clang from dropping the masks the verifier needs to bound the indices */
+	asm volatile("" : "+r"(h), "+r"(idx));
+	h &= OP_RT_PENDING_SLOTS - 2;
+	if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES - 1)
+		return true;
+	end = (s->pend_ends >> (h / 2)) & 1;
+	t->frames[idx] = s->pend[h];
+	t->frames[idx + 1] = s->pend[h + 1];
+	s->n += 2;
+	s->pend_head = h + 2;
+	return end || s->pend_head >= s->pend_tail;
+}
+
+/* bpf_loop callback: one queued frame per call until its group ends. */
+static long take_pending_cb(__u64 index, void *arg)
+{
+	struct walk_ctx *w = arg;
+
+	return take_pending(w->t, w->s) ? 1 : 0;
+}
+
+/*
+ * One frame of the walk. A frame in a runtime's code goes to that runtime's program
+ * (WALK_DISPATCH); the walk that hands out queued interpreter frames (walk_round) takes such
+ * frames itself when it has frames queued for them.
+ */
 static long walk_one(__u64 index, void *arg)
 {
 	struct walk_ctx *w = arg;
@@ -215,27 +286,37 @@ static long walk_one(__u64 index, void *arg)
 	__u64 look;
 	__u32 idx, slot;
 	int mi, ret;
+	__u8 step_only = s->step_only;
 
-	if (s->n >= OP_MAX_USER_FRAMES) {
-		t->flags |= OP_TRACE_USER_TRUNCATED; /* the walk had another frame to give */
-		w->done = 1;
-		return 1;
+	s->step_only = OP_STEP_ONLY_NONE;
+	if (step_only != OP_STEP_ONLY_STEP) {
+		if (s->n >= OP_MAX_USER_FRAMES) {
+			t->flags |=
+				OP_TRACE_USER_TRUNCATED; /* the walk had another frame to give */
+			w->done = 1;
+			return 1;
+		}
+		idx = t->n_kernel + s->n;
+		asm volatile("" : "+r"(idx));
+		if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
+			w->done = 1;
+			return 1;
+		}
+		t->frames[idx] = s->r.pc;
+		s->n++;
 	}
-	idx = t->n_kernel + s->n;
-	asm volatile("" : "+r"(idx));
-	if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
-		w->done = 1;
-		return 1;
-	}
-	t->frames[idx] = s->r.pc;
-	s->n++;
 
 	look = s->r.exact_pc ? s->r.pc : s->r.pc - 1;
-	mi = w->last;
+	/*
+	 * Callers are often in the frame before's mapping. The hint lives in the map value, not
+	 * in the loop's stack context: the verifier tracks stack values exactly, and a value
+	 * that changes every iteration multiplies the states it must check (7x here).
+	 */
+	mi = s->last_mapping;
 	if (mi < 0 || look < w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].start ||
 	    look >= w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)].end)
 		mi = find_mapping(w->proc, look);
-	w->last = mi;
+	s->last_mapping = mi;
 	if (mi < 0) {
 		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
 		s->refresh = 1; /* mapped after user space last read /proc/PID/maps */
@@ -243,6 +324,15 @@ static long walk_one(__u64 index, void *arg)
 		return 1;
 	}
 	m = &w->proc->m[mi & (OP_UNWIND_MAX_MAPPINGS - 1)];
+	if (m->runtime && step_only == OP_STEP_ONLY_NONE) {
+		/* a runtime's code: its unwinder names this frame (and maybe more), not this walk
+		 */
+		s->n--;
+		s->runtime = m->runtime;
+		s->mapping = mi;
+		w->done = WALK_DISPATCH;
+		return 1;
+	}
 	slot = m->table;
 	if (slot == OP_UNWIND_TABLE_ANON) {
 		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
@@ -252,9 +342,7 @@ static long walk_one(__u64 index, void *arg)
 	if (slot == OP_UNWIND_TABLE_FP) {
 		ret = op_unwind_step_fp(&s->r);
 	} else {
-		tb = w->tb && w->slot == slot ? w->tb : bpf_map_lookup_elem(&unwind_tables, &slot);
-		w->tb = tb;
-		w->slot = slot;
+		tb = bpf_map_lookup_elem(&unwind_tables, &slot);
 		if (!tb || !tb->n_rows) {
 			t->unwind_error = OTELPROF_UNWIND_NO_TABLE;
 			s->refresh = 1; /* evicted: user space loads it again on refresh */
@@ -277,12 +365,44 @@ static long walk_one(__u64 index, void *arg)
 	return 1;
 }
 
-/* Walk up to OP_UNWIND_FRAMES_PER_PROG frames; go on in a tail call, or submit the record. */
-static __always_inline int walk_and_submit(void *ctx, struct walk_ctx *w)
+/*
+ * One round of the walk that hands out queued interpreter frames: walk until a runtime's
+ * frame; if it is a loop frame of the interpreter that queued frames, give it its group and
+ * step it (no tail call), then go on with another round.
+ */
+static long walk_round(__u64 index, void *arg)
 {
+	struct walk_ctx *w = arg;
+	struct unwind_scratch *s = w->s;
+
 	bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
-	if (!w->done) {
-		unwind_next(ctx, w->s);
+	if (w->done != WALK_DISPATCH || s->runtime != s->pend_runtime ||
+	    s->pend_head >= s->pend_tail)
+		return 1;
+	bpf_loop(OP_RT_PENDING_SLOTS / 2, take_pending_cb, w, 0);
+	s->step_only = OP_STEP_ONLY_STEP;
+	w->done = 0;
+	return 0;
+}
+
+/*
+ * Walk up to OP_UNWIND_FRAMES_PER_PROG frames; go on in a tail call (the walk again, or the
+ * runtime whose code the walk met), or submit the record. @pending: see walk_frame().
+ */
+static __always_inline int walk_and_submit_(void *ctx, void *progs, struct walk_ctx *w,
+					    const bool pending)
+{
+	if (pending)
+		bpf_loop(OP_RT_PENDING_ROUNDS, walk_round, w, 0);
+	else
+		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
+	if (w->done == WALK_DISPATCH) {
+		unwind_tail_call(ctx, progs, w->s, w->s->runtime & (OP_RUNTIME_MAX - 1));
+		w->t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
+	} else if (!w->done) {
+		unwind_tail_call(ctx, progs, w->s,
+				 w->s->pend_head < w->s->pend_tail ? OP_CHAIN_INTERP
+								   : OP_CHAIN_NATIVE);
 		/* only reached when no further tail call is allowed or possible */
 		w->t->unwind_error = OTELPROF_UNWIND_VERIFIER_LIMIT;
 	}
@@ -290,32 +410,62 @@ static __always_inline int walk_and_submit(void *ctx, struct walk_ctx *w)
 	return submit_trace(w->t, w->s->refresh);
 }
 
-/*
- * Walk the user stack of @t's process @proc from @ur with its CFI tables, and submit @t
- * (in this run or the last tail call).
- */
-static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, struct op_trace *t,
-					     struct task_struct *task, struct op_unwind_proc *proc,
-					     const struct user_regs *ur)
+static __always_inline int walk_and_submit(void *ctx, void *progs, struct walk_ctx *w)
 {
-	struct walk_ctx w = { .t = t, .proc = proc, .last = -1 };
-	struct unwind_scratch *s;
-	__u32 zero = 0;
+	return walk_and_submit_(ctx, progs, w, false);
+}
 
-	s = bpf_map_lookup_elem(&unwind_scratch, &zero);
+/*
+ * Start a walk of @t's process @proc on @chain: the chain's walk state, reset. The caller
+ * then sets the leaf registers (unwind_leaf_regs_*) and calls walk_and_submit().
+ */
+static __always_inline struct unwind_scratch *unwind_begin(struct op_trace *t, __u32 chain)
+{
+	struct unwind_scratch *s = bpf_map_lookup_elem(&unwind_scratch, &chain);
+
 	if (!s)
-		return 0; /* not reached: a per-CPU array's element 0 always exists */
-	w.s = s;
+		return NULL; /* not reached: a per-CPU array's elements always exist */
 	s->pid = t->hdr.pid;
 	s->n = 0;
 	s->tail_calls = 0;
 	s->refresh = 0;
-	s->r.pc = ur->ip;
-	s->r.sp = ur->sp;
-	s->r.bp = ur->bp;
+	s->chain = chain;
+	s->last_mapping = -1;
+	s->runtime = 0;
+	s->step_only = 0;
+	s->mapping = 0;
+	s->rt_state[0] = s->rt_state[1] = s->rt_state[2] = s->rt_state[3] = 0;
+	s->pend_runtime = 0;
+	s->pend_head = s->pend_tail = 0;
+	s->pend_ends = 0;
 	s->r.leaf = 1;
 	s->r.exact_pc = 1;
 	s->r.bp_valid = 1;
+	return s;
+}
+
+/* Leaf registers from a copy of the task's user pt_regs (any program type). */
+static __always_inline void unwind_leaf_regs_pt(struct unwind_scratch *s, const struct pt_regs *k)
+{
+	LEAF_REGS(s->r.regs, k);
+	s->r.pc = k->ip;
+	s->r.sp = k->sp;
+	s->r.bp = k->bp;
+}
+
+/*
+ * Leaf registers of a cpu-clock sample: from the sample itself when it hit user mode (ctx
+ * fields are read directly, the verifier rewrites those loads), else @ur and the task's
+ * saved pt_regs.
+ */
+static __always_inline void unwind_leaf_regs_perf(struct bpf_perf_event_data *ctx,
+						  struct unwind_scratch *s,
+						  struct task_struct *task,
+						  const struct user_regs *ur)
+{
+	s->r.pc = ur->ip;
+	s->r.sp = ur->sp;
+	s->r.bp = ur->bp;
 	if (sampled_user_mode(ctx)) {
 		bpf_user_pt_regs_t *u = &ctx->regs;
 
@@ -344,17 +494,18 @@ static __always_inline int unwind_user_stack(struct bpf_perf_event_data *ctx, st
 	s->r.regs[6] = ur->bp;
 	s->r.regs[7] = ur->sp;
 	s->r.regs[16] = ur->ip;
-	return walk_and_submit(ctx, &w);
 }
 
-SEC("perf_event")
-int unwind_user(struct bpf_perf_event_data *ctx)
+/*
+ * The continuation of a walk in a tail call (the native walk's own, and where a runtime's
+ * unwinder hands back): @chain's trace and walk state, and the process's mappings.
+ */
+static __always_inline int unwind_continue(void *ctx, void *progs, __u32 chain, const bool pending)
 {
-	struct walk_ctx w = { .last = -1 };
-	__u32 zero = 0;
+	struct walk_ctx w = {};
 
-	w.t = bpf_map_lookup_elem(&scratch, &zero);
-	w.s = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	w.t = bpf_map_lookup_elem(&scratch, &chain);
+	w.s = bpf_map_lookup_elem(&unwind_scratch, &chain);
 	if (!w.t || !w.s)
 		return 0;
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &w.s->pid);
@@ -365,7 +516,38 @@ int unwind_user(struct bpf_perf_event_data *ctx)
 		w.t->n_user = w.s->n;
 		return submit_trace(w.t, true);
 	}
-	return walk_and_submit(ctx, &w);
+	return walk_and_submit_(ctx, progs, &w, pending);
 }
+
+/*
+ * Declares a chain: its tail-call array (slot 0 the native continuation, program
+ * unwind_native_<name>; slot k runtime k's program unwind_<runtime>_<name>, put there by
+ * lib/unwind/unwind.c when that runtime is enabled) and the native continuation, of program
+ * type @sec. Programs of the chain reach the array as <name>_progs.
+ */
+#define OP_UNWIND_CHAIN(name, sec, chain_id)                                        \
+	int unwind_native_##name(void *ctx);                                        \
+	int unwind_interp_##name(void *ctx);                                        \
+	struct {                                                                    \
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);                              \
+		__uint(max_entries, OP_CHAIN_INTERP + 1);                           \
+		__uint(key_size, sizeof(__u32));                                    \
+		__array(values, int(void *));                                       \
+	} name##_progs SEC(".maps") = {                                           \
+		.values = {                                                       \
+			[OP_CHAIN_NATIVE] = (void *)&unwind_native_##name,        \
+			[OP_CHAIN_INTERP] = (void *)&unwind_interp_##name,        \
+		},                                                                \
+	}; \
+	SEC(sec)                                                                    \
+	int unwind_native_##name(void *ctx)                                         \
+	{                                                                           \
+		return unwind_continue(ctx, &name##_progs, chain_id, false);        \
+	}                                                                           \
+	SEC(sec)                                                                    \
+	int unwind_interp_##name(void *ctx)                                         \
+	{                                                                           \
+		return unwind_continue(ctx, &name##_progs, chain_id, true);         \
+	}
 
 #endif

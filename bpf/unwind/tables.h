@@ -121,7 +121,8 @@ struct op_unwind_mapping {
 	__u64 start, end; /* run-time addresses [start, end) */
 	__u64 bias;	  /* row-relative pc = pc - bias */
 	__u32 table;	  /* slot in unwind_tables, or OP_UNWIND_TABLE_FP/ANON */
-	__u32 pad;
+	__u8 runtime;	  /* enum op_runtime_kind (bpf/types.h) whose unwinder takes its frames */
+	__u8 pad[3];
 };
 
 struct op_unwind_proc {

@@ -291,6 +291,14 @@ const char *op_frame_type_name(enum op_frame_type t)
 		return "go";
 	case OP_FRAME_ABORT:
 		return "abort-marker"; /* the upstream eBPF profiler's name for it */
+	case OP_FRAME_CPYTHON:
+		return "cpython";
+	case OP_FRAME_V8JS:
+		return "v8js";
+	case OP_FRAME_HOTSPOT:
+		return "hotspot";
+	case OP_FRAME_TYPE_MAX:
+		break;
 	}
 	return "native";
 }
@@ -499,7 +507,7 @@ uint32_t op_profile_location(struct op_profile *p, uint32_t mapping, uint64_t ad
 	size_t i;
 
 	if (mapping >= p->n_mappings || (n_lines && !lines) || n_lines > UINT32_MAX / 2 ||
-	    (unsigned int)type > OP_FRAME_ABORT)
+	    (unsigned int)type >= OP_FRAME_TYPE_MAX)
 		goto inval;
 	for (i = 0; i < n_lines; i++) {
 		if (lines[i].function >= p->n_functions)
@@ -784,6 +792,9 @@ static const char *const wk_strings[OP_WK_MAX] = {
 	[OP_WK_KERNEL] = "kernel",
 	[OP_WK_GO] = "go",
 	[OP_WK_ABORT] = "abort-marker",
+	[OP_WK_CPYTHON] = "cpython",
+	[OP_WK_V8JS] = "v8js",
+	[OP_WK_HOTSPOT] = "hotspot",
 	[OP_WK_ID] = "id",
 };
 

@@ -21,6 +21,10 @@ enum op_frame_type {
 	OP_FRAME_KERNEL = 1,
 	OP_FRAME_GO = 2,
 	OP_FRAME_ABORT = 3, /* marker: stack truncated or walk failed; see the function name */
+	OP_FRAME_CPYTHON = 4,
+	OP_FRAME_V8JS = 5,
+	OP_FRAME_HOTSPOT = 6,
+	OP_FRAME_TYPE_MAX = 7,
 };
 
 struct op_profile;

@@ -135,6 +135,9 @@ enum op_wk {
 	OP_WK_KERNEL,
 	OP_WK_GO,
 	OP_WK_ABORT,
+	OP_WK_CPYTHON, /* OP_WK_NATIVE + enum op_frame_type: in that order */
+	OP_WK_V8JS,
+	OP_WK_HOTSPOT,
 	OP_WK_ID,
 	OP_WK_MAX,
 };

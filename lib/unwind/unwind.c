@@ -30,6 +30,7 @@
 #include "util/log.h"
 #include "sampler.skel.h"
 #include "sample/proc.h"
+#include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
 #define MAX_FILES      8192 /* binaries remembered (with or without a loaded table) */
@@ -75,6 +76,7 @@ struct proc_ent {
 	uint64_t refreshed_ns;
 	unsigned int quick;	    /* quick refreshes done */
 	bool unstored;		    /* unwind_procs had no room for it at the last refresh */
+	uint32_t runtimes;	    /* bit k: runtime k attached (lib/unwind/runtime.h) */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -104,6 +106,9 @@ struct op_unwinder {
 
 	struct proc_ent *procs[PROC_BUCKETS];
 	uint64_t table_bytes;
+
+	struct sampler_bpf *skel;
+	const struct op_runtime *runtimes[OP_RUNTIME_MAX]; /* by kind; NULL: not enabled */
 	struct op_unwinder_stats st;
 };
 
@@ -593,10 +598,123 @@ static void proc_drop_refs(struct op_unwinder *u, struct proc_ent *p)
 	p->n_files = 0;
 }
 
+/* ---------------------------------------------------------------- language runtimes */
+
+/* Drop what the runtimes attached to @p stored for it. */
+static void detach_runtimes(struct op_unwinder *u, struct proc_ent *p)
+{
+	for (int k = 0; k < OP_RUNTIME_MAX; k++)
+		if ((p->runtimes & (1u << k)) && u->runtimes[k])
+			u->runtimes[k]->detach(u->runtimes[k]->ctx, p->pid);
+	p->runtimes = 0;
+}
+
+/*
+ * Mark [@c->start, @c->end) of @p's mappings as runtime @kind's: the mapping holding it is
+ * split so that only the claimed part dispatches (an interpreter claims one function of its
+ * library). False when the claim lies outside every mapping or no room is left to split.
+ */
+static bool apply_claim(struct op_unwind_proc *b, const struct op_runtime_claim *c, uint8_t kind)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct op_unwind_mapping e = b->m[i];
+		struct op_unwind_mapping parts[3];
+		uint32_t np = 0;
+
+		if (c->start < e.start || c->end > e.end || c->start >= c->end)
+			continue;
+		if (c->start > e.start) {
+			parts[np] = e;
+			parts[np++].end = c->start;
+		}
+		parts[np] = e;
+		parts[np].start = c->start;
+		parts[np].end = c->end;
+		parts[np++].runtime = kind;
+		if (c->end < e.end) {
+			parts[np] = e;
+			parts[np++].start = c->end;
+		}
+		if (b->n + np - 1 > OP_UNWIND_MAX_MAPPINGS)
+			return false;
+		memmove(&b->m[i + np], &b->m[i + 1], (b->n - i - 1) * sizeof(b->m[0]));
+		memcpy(&b->m[i], parts, np * sizeof(parts[0]));
+		b->n += np - 1;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Offer @p's @n executable mappings @maps (as read, before any claim split them) to every
+ * enabled runtime.
+ */
+static void attach_runtimes(struct op_unwinder *u, struct proc_ent *p,
+			    const struct op_runtime_mapping *maps, size_t n)
+{
+	detach_runtimes(u, p);
+	for (int k = 1; k < OP_RUNTIME_MAX; k++) {
+		const struct op_runtime *rt = u->runtimes[k];
+		struct op_runtime_proc rp = { .pid = p->pid, .maps = maps, .n_maps = n };
+
+		if (!rt || rt->attach(rt->ctx, &rp) <= 0)
+			continue;
+		p->runtimes |= 1u << k;
+		for (size_t c = 0; c < rp.n_claims && c < OP_RUNTIME_MAX_CLAIMS; c++)
+			if (!apply_claim(p->bpf, &rp.claims[c], (uint8_t)k))
+				op_debug("unwind: pid %d: %s claim %#llx-%#llx not applied", p->pid,
+					 rt->name, (unsigned long long)rp.claims[c].start,
+					 (unsigned long long)rp.claims[c].end);
+	}
+}
+
+int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt)
+{
+	struct bpf_object *obj;
+	struct bpf_map *map;
+	int slots = 0;
+
+	if (!u || !rt || !rt->kind || rt->kind >= OP_RUNTIME_MAX || !rt->attach || !rt->detach)
+		return -EINVAL;
+	obj = u->skel->obj;
+	/* every chain's tail-call array gets the runtime's program for that chain */
+	bpf_object__for_each_map (map, obj) {
+		const char *name = bpf_map__name(map);
+		size_t len = strlen(name);
+		struct bpf_program *prog;
+		char pname[128];
+		__u32 key = rt->kind;
+		int fd;
+
+		if (bpf_map__type(map) != BPF_MAP_TYPE_PROG_ARRAY || len < 6 ||
+		    strcmp(name + len - 6, "_progs"))
+			continue;
+		snprintf(pname, sizeof(pname), "unwind_%s_%.*s", rt->name, (int)(len - 6), name);
+		prog = bpf_object__find_program_by_name(obj, pname);
+		fd = prog ? bpf_program__fd(prog) : -1;
+		if (fd < 0) {
+			op_warn("unwind: no BPF program %s for the %s runtime", pname, rt->name);
+			return -ENOENT;
+		}
+		if (bpf_map_update_elem(bpf_map__fd(map), &key, &fd, BPF_ANY)) {
+			int err = -errno;
+
+			op_warn("unwind: cannot install %s: %s", pname, strerror(-err));
+			return err;
+		}
+		slots++;
+	}
+	if (!slots)
+		return -ENOENT;
+	u->runtimes[rt->kind] = rt;
+	return 0;
+}
+
 static int refresh(struct op_unwinder *u, int pid)
 {
 	struct proc_ent **pp = proc_slot(u, pid), *p = *pp;
 	struct op_maps_entry *m;
+	struct op_runtime_mapping *rmaps = NULL;
 	char path[64], *line = NULL;
 	size_t cap = 0;
 	FILE *fp;
@@ -628,6 +746,10 @@ static int refresh(struct op_unwinder *u, int pid)
 		fclose(fp);
 		return -ENOMEM;
 	}
+	/* the executable mappings as the runtimes see them (only when one is enabled) */
+	for (int k = 0; k < OP_RUNTIME_MAX && !rmaps; k++)
+		if (u->runtimes[k])
+			rmaps = calloc(OP_UNWIND_MAX_MAPPINGS, sizeof(*rmaps));
 	proc_drop_refs(u, p);
 	memset(p->bpf, 0, sizeof(*p->bpf));
 	while (getline(&line, &cap, fp) > 0 && p->bpf->n < OP_UNWIND_MAX_MAPPINGS) {
@@ -637,6 +759,11 @@ static int refresh(struct op_unwinder *u, int pid)
 		/* the one maps parser (lib/sample/proc.c), fuzzed and tested for odd paths */
 		if (op_parse_maps_line(line, m) || !m->executable)
 			continue;
+		if (rmaps) {
+			rmaps[p->bpf->n] =
+				(struct op_runtime_mapping){ m->start, m->end, m->offset,
+							     m->path[0] ? strdup(m->path) : NULL };
+		}
 		e->start = m->start;
 		e->end = m->end;
 		e->table = OP_UNWIND_TABLE_ANON;
@@ -692,6 +819,14 @@ static int refresh(struct op_unwinder *u, int pid)
 	free(line);
 	free(m);
 	fclose(fp);
+	if (rmaps) {
+		uint32_t n = p->bpf->n;
+
+		attach_runtimes(u, p, rmaps, n);
+		for (uint32_t i = 0; i < n; i++)
+			free((char *)rmaps[i].path);
+		free(rmaps);
+	}
 	if (bpf_map_update_elem(u->procs_fd, &pid, p->bpf, BPF_ANY)) {
 		err = -errno;
 		u->st.procs_full++;
@@ -722,6 +857,7 @@ static void forget(struct op_unwinder *u, int pid)
 	if (!p)
 		return;
 	bpf_map_delete_elem(u->procs_fd, &pid);
+	detach_runtimes(u, p);
 	proc_drop_refs(u, p);
 	*pp = p->next;
 	free(p->bpf);
@@ -836,6 +972,7 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 	u->rules_fd = bpf_map__fd(skel->maps.unwind_rules);
 	u->tables_fd = bpf_map__fd(skel->maps.unwind_tables);
 	u->procs_fd = bpf_map__fd(skel->maps.unwind_procs);
+	u->skel = skel;
 	u->max_rows = bpf_map__max_entries(skel->maps.unwind_rows);
 	u->max_rules = bpf_map__max_entries(skel->maps.unwind_rules);
 	u->max_tables = bpf_map__max_entries(skel->maps.unwind_tables);

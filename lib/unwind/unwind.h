@@ -20,6 +20,8 @@
 struct op_unwinder;
 struct sampler_bpf;
 
+struct op_runtime;
+
 /* Uses the maps of the loaded skeleton @skel. NULL with errno set on failure. */
 struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel);
 void op_unwinder_free(struct op_unwinder *u);
@@ -30,6 +32,13 @@ int op_unwinder_add_pid(struct op_unwinder *u, int pid);
 void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
 void op_unwinder_on_exec(struct op_unwinder *u, int pid);
 void op_unwinder_on_exit(struct op_unwinder *u, int pid);
+
+/*
+ * Enable a language runtime (lib/unwind/runtime.h): its BPF programs go into every chain's
+ * tail-call array, and it is offered each process's mappings from now on. @rt must outlive
+ * the unwinder. 0, -EINVAL, -ENOENT (the BPF object has no program for it) or a map error.
+ */
+int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt);
 
 /* Bytes of unwind rows and rules loaded into BPF maps. */
 uint64_t op_unwinder_table_bytes(const struct op_unwinder *u);
