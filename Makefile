@@ -149,6 +149,10 @@ WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_FLAGS := -O2 -g -pthread -ldl
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
 WORKLOADS_NOFP := $(addsuffix -nofp,$(WORKLOADS))
+# ... and linked by lld (no frame pointers): its text segment has p_vaddr - p_offset != 0,
+# so the mapping of the text starts inside the read-only segment's file range (Rust, and
+# every lld-linked binary, look like this).
+WORKLOADS_LLD := $(addsuffix -lld,$(WORKLOADS))
 $(BUILD)/workloads/%: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
@@ -157,6 +161,10 @@ $(BUILD)/workloads/%-nofp: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS)
+$(BUILD)/workloads/%-lld: tests/workloads/%.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -fomit-frame-pointer -fuse-ld=lld -o $@ $< $(WORKLOAD_FLAGS)
 # tests/workloads/lib/NAME.c: shared libraries workloads dlopen, built as libNAME.so and
 # libNAME-nofp.so next to them.
 WORKLOAD_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
@@ -181,7 +189,8 @@ include collector-config/collector.mk
 all: lib cli $(COLLECTOR)
 lib: $(LIB_SO) $(LIB_A)
 cli: $(CLI)
-test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOAD_LIBS)
+test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOADS_LLD) \
+	$(WORKLOAD_LIBS)
 
 test: test-bins $(COLLECTOR)
 	$(Q)BUILD=$(abspath $(BUILD)) ./tests/run.sh

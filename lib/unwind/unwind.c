@@ -52,6 +52,7 @@
 
 struct load_seg {
 	uint64_t vaddr, offset, filesz;
+	bool exec; /* PF_X */
 };
 
 /* One binary. */
@@ -400,7 +401,8 @@ static void read_loads(Elf *elf, struct file_ent *f)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		f->load[f->n_load++] = (struct load_seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+		f->load[f->n_load++] = (struct load_seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz,
+							  (ph.p_flags & PF_X) != 0 };
 	}
 }
 
@@ -568,12 +570,22 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_entry *
 /* Bias such that ELF address = run-time address - bias, for a mapping at file @offset. */
 static bool mapping_bias(const struct file_ent *f, uint64_t start, uint64_t offset, uint64_t *bias)
 {
-	for (int i = 0; i < f->n_load; i++) {
-		const struct load_seg *s = &f->load[i];
+	/*
+	 * An executable mapping starts at its segment's page-rounded offset, which can lie inside
+	 * the file range of the read-only segment before it (lld and ld -z separate-code put the
+	 * text at vaddr - offset != 0: Rust binaries, for one): the executable segment decides,
+	 * the others only when none is executable.
+	 */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < f->n_load; i++) {
+			const struct load_seg *s = &f->load[i];
 
-		if (offset >= (s->offset & ~0xfffull) && offset < s->offset + s->filesz) {
-			*bias = start - (s->vaddr - (s->offset - offset));
-			return true;
+			if (s->exec != !pass)
+				continue;
+			if (offset >= (s->offset & ~0xfffull) && offset < s->offset + s->filesz) {
+				*bias = start - (s->vaddr - (s->offset - offset));
+				return true;
+			}
 		}
 	}
 	return false;

@@ -123,6 +123,26 @@ func TestUnwindRecursionNoFP(t *testing.T) {
 	checkShares(t, ss, map[string]float64{"leaf_a": 70, "leaf_b": 30}, 2)
 }
 
+// TestUnwindLLDNoFP: the same recursion linked by lld, whose text segment is mapped from a
+// page that starts in the read-only segment before it (p_vaddr - p_offset = 0x1000): the
+// unwinder must take the executable segment's bias (it took the read-only one's, and every
+// frame of such a binary, Rust programs included, stopped at "pc_not_covered").
+func TestUnwindLLDNoFP(t *testing.T) {
+	requireRoot(t)
+	w := startWorkload(t, "cfi_recurse-lld", "20")
+	time.Sleep(300 * time.Millisecond)
+	ss := recordPid(t, w.Process.Pid, 4)
+	if n := total(ss); n < 500 {
+		t.Fatalf("got %d samples, want >= 500", n)
+	}
+	pct := completeShare(t, ss, recurseComplete)
+	t.Logf("%.2f%% complete stacks of %d samples", pct, total(ss))
+	if pct < 99 {
+		t.Errorf("%.2f%% of stacks complete, want >= 99%%", pct)
+	}
+	checkShares(t, ss, map[string]float64{"leaf_a": 70, "leaf_b": 30}, 3)
+}
+
 // TestUnwindThreadsThroughLibcNoFP: threads, and stacks through libc's qsort back to the
 // thread start routine.
 func TestUnwindThreadsThroughLibcNoFP(t *testing.T) {
