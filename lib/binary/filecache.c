@@ -558,13 +558,15 @@ void op_go_buildinfo_version(const void *buf, size_t size, char *out, size_t len
 			break;
 	}
 	i++;
-	if (i >= size || !n || n >= len || n > size - i)
+	if (i >= size || !n || n > size - i)
 		return;
+	/* "go1.26.8", or "go1.26.8 X:exp" with experiments: the release is the first word */
+	if (n >= len)
+		n = len - 1;
 	memcpy(out, p + i, n);
 	out[n] = '\0';
-	/* a version is "go1.x[.y]" and printable; anything else is not one */
-	if (strncmp(out, "go1.", 4) ||
-	    strspn(out, "go0123456789.-+abcdefghijklmnopqrstuvwxyzX:") != n)
+	out[strcspn(out, " ")] = '\0';
+	if (strncmp(out, "go1.", 4) || strspn(out, "go0123456789.rcbeta") != strlen(out))
 		out[0] = '\0';
 }
 

@@ -44,7 +44,8 @@ struct cl_elf {
 	uint64_t tlsdesc_vaddr; /* library: where its TLSDESC slot is, 0 if none */
 	uint64_t tls_memsz, tls_align, tls_vaddr;
 	bool has_tls;
-	uint64_t load_vaddr, load_offset; /* the PT_LOAD holding file offset 0 */
+	int64_t text_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
+	bool has_text;
 };
 
 static int read_elf(int fd, struct cl_elf *ce)
@@ -70,8 +71,9 @@ static int read_elf(int fd, struct cl_elf *ce)
 				ce->tls_memsz = ph.p_memsz;
 				ce->tls_align = ph.p_align ? ph.p_align : 1;
 				ce->tls_vaddr = ph.p_vaddr;
-			} else if (ph.p_type == PT_LOAD && !ce->load_vaddr && ph.p_offset == 0) {
-				ce->load_vaddr = ph.p_vaddr;
+			} else if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !ce->has_text) {
+				ce->has_text = true;
+				ce->text_delta = (int64_t)(ph.p_vaddr - ph.p_offset);
 			}
 		}
 	}
@@ -197,8 +199,10 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 			continue;
 		}
 		close(fd);
-		/* the mapping shows file offset m->offset at m->start */
-		bias = m->start - m->offset - ce.load_vaddr;
+		/* m is the executable segment's mapping: file offset m->offset at m->start */
+		if (!ce.has_text)
+			continue;
+		bias = m->start - (m->offset + (uint64_t)ce.text_delta);
 		if (read_mem(rp->pid, bias + ce.version_vaddr, &version, 4) || version != 1) {
 			c->st.bad_version++;
 			op_debug("custom labels: pid %d: %s has ABI version %u, not 1: ignored",
