@@ -800,11 +800,62 @@ def main():
         ] + ([[("go-stripped", [gobin, str(T_EXTRA)])]] if gobin else []), T_EXTRA)
 
     report = summarize(runs, all_profs, skipped)
+    report["capabilities"] = capability_benchmarks(profs, workdir)
     with open(os.path.join(RESULTS, "latest.json"), "w") as f:
         json.dump(report, f, indent=1, default=str)
     with open(os.path.join(RESULTS, "latest.md"), "w") as f:
         f.write(render(report))
+        f.write(render_capabilities(report["capabilities"]))
     log(f"wrote {RESULTS}/latest.md and latest.json in {time.time() - T0:.0f} s")
+
+
+# --------------------------------------------------------------------------- capabilities
+def capability_benchmarks(profs, workdir):
+    """Run every bench/capabilities/*.py module: one capability's figures each (a language
+    runtime, off-CPU, allocations, labels, the report...), measured side by side where it has
+    a counterpart. A module defines run(ctx) returning a section:
+      {"title": str, "columns": [header, ...], "rows": [[cell, ...], ...], "notes": str}
+    ctx gives it what the harness knows: BUILD, WL (workloads), QUICK, workdir, the profilers
+    that are built (by name: perf, upstream, cli, collector), and the measuring helpers
+    (bpf_snapshot, tree_cpu_ns, tree_kb, proc_tree, median, sh, log). A module that fails is
+    reported with its error, and the others still run."""
+    import importlib.util
+    ctx = {"BUILD": BUILD, "WL": WL, "QUICK": QUICK, "workdir": workdir, "ROOT": ROOT,
+           "profilers": {p.name: p for p in profs}, "bpf_snapshot": bpf_snapshot,
+           "tree_cpu_ns": tree_cpu_ns, "tree_kb": tree_kb, "proc_tree": proc_tree,
+           "median": median, "sh": sh, "log": log}
+    sections = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "bench", "capabilities", "*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        log(f"capability benchmark: {name}")
+        try:
+            spec = importlib.util.spec_from_file_location(f"capability_{name}", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            sec = mod.run(ctx)
+        except Exception as e:  # one broken module must not lose the whole run
+            sec = {"title": name, "error": f"{type(e).__name__}: {e}"}
+        sec["module"] = name
+        sections.append(sec)
+    return sections
+
+
+def render_capabilities(sections):
+    L = []
+    for sec in sections:
+        L.append(f"\n## {sec.get('title', sec['module'])}\n")
+        if "error" in sec:
+            L.append(f"Not measured: {sec['error']}\n")
+            continue
+        cols = sec.get("columns", [])
+        if cols:
+            L.append("| " + " | ".join(cols) + " |")
+            L.append("|" + "---|" * len(cols))
+            for row in sec.get("rows", []):
+                L.append("| " + " | ".join(str(c) for c in row) + " |")
+        if sec.get("notes"):
+            L.append("\n" + sec["notes"].strip() + "\n")
+    return "\n".join(L) + "\n"
 
 
 # --------------------------------------------------------------------------- summary
