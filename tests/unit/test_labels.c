@@ -40,7 +40,8 @@ static void test_environ(void)
 	{
 		const char *const vars[] = {
 			"PATH=/usr/bin",
-			"OTEL_RESOURCE_ATTRIBUTES=service.name=from-attrs, deployment.environment.name"
+			"OTEL_RESOURCE_ATTRIBUTES=service.name=from-attrs, "
+			"deployment.environment.name"
 			"=prod,service.version=1.2%2C3,bad=%zz,=novalue,team = a%20b ",
 			"OTEL_SERVICE_NAME=checkout",
 			"HOME=/root",
@@ -53,8 +54,8 @@ static void test_environ(void)
 		CHECK_STR(op_resource_get(&r, "service.name"), "checkout");
 		CHECK_STR(op_resource_get(&r, "deployment.environment.name"), "prod");
 		CHECK_STR(op_resource_get(&r, "service.version"), "1.2,3"); /* percent-decoded */
-		CHECK_STR(op_resource_get(&r, "team"), "a b");		  /* trimmed, decoded */
-		CHECK(!op_resource_get(&r, "bad"));			  /* malformed: dropped */
+		CHECK_STR(op_resource_get(&r, "team"), "a b");		    /* trimmed, decoded */
+		CHECK(!op_resource_get(&r, "bad"));			    /* malformed: dropped */
 		CHECK(!op_resource_get(&r, ""));
 		CHECK_EQ(r.n, 4);
 		op_resource_free(&r);
@@ -108,7 +109,7 @@ static void test_links(void)
 	CHECK_EQ(op_label_trace_id("TraceId", "0AF7651916CD43DD8448EB211C80319C", t), 0);
 	CHECK(!memcmp(t, want_t, 16));
 	CHECK_EQ(op_label_trace_id("otel.trace_id", "0af7651916cd43dd8448eb211c80319c", t), 0);
-	CHECK(op_label_trace_id("trace_id", "0af7651916cd43dd8448eb211c80319", t) < 0); /* short */
+	CHECK(op_label_trace_id("trace_id", "0af7651916cd43dd8448eb211c80319", t) < 0);	 /* short */
 	CHECK(op_label_trace_id("trace_id", "00000000000000000000000000000000", t) < 0); /* zero */
 	CHECK(op_label_trace_id("trace_id", "0af7651916cd43dd8448eb211c80319g", t) < 0);
 	CHECK_EQ(op_label_trace_id("route", "0af7651916cd43dd8448eb211c80319c", t), -ENOENT);
