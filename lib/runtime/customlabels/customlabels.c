@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -29,12 +30,6 @@
 #include "sampler.skel.h"
 #include "unwind/runtime.h"
 #include "util/log.h"
-
-struct customlabels {
-	struct op_runtime rt;
-	int procs_fd;
-	struct op_customlabels_stats st;
-};
 
 /* What one ELF file says about the ABI. */
 struct cl_elf {
@@ -46,6 +41,28 @@ struct cl_elf {
 	bool has_tls;
 	int64_t text_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
 	bool has_text;
+};
+
+/*
+ * What binaries said, by file identity: most processes do not use the ABI, and a refresh of
+ * their mappings must not parse their executable's symbols again each time.
+ */
+#define CACHE_SLOTS 256
+
+struct cache_ent {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	bool valid;
+	struct cl_elf ce;
+};
+
+struct customlabels {
+	struct op_runtime rt;
+	int procs_fd;
+	struct op_customlabels_stats st;
+	struct cache_ent cache[CACHE_SLOTS];
 };
 
 static int read_elf(int fd, struct cl_elf *ce)
@@ -130,6 +147,31 @@ static int read_elf(int fd, struct cl_elf *ce)
 	return 0;
 }
 
+/* read_elf() of the file open on @fd, through the identity cache. */
+static int elf_cached(struct customlabels *c, int fd, struct cl_elf *ce)
+{
+	struct cache_ent *e;
+	struct stat st;
+	uint64_t h;
+	int err;
+
+	if (fstat(fd, &st))
+		return -errno;
+	h = ((uint64_t)st.st_dev * 0x9e3779b97f4a7c15ull) ^
+	    ((uint64_t)st.st_ino * 0xc2b2ae3d27d4eb4full);
+	e = &c->cache[(h >> 32) % CACHE_SLOTS];
+	if (e->valid && e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
+	    e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+		*ce = e->ce;
+		return 0;
+	}
+	err = read_elf(fd, ce);
+	if (err)
+		return err;
+	*e = (struct cache_ent){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, true, *ce };
+	return 0;
+}
+
 static int read_mem(int pid, uint64_t addr, void *buf, size_t len)
 {
 	char path[32];
@@ -194,7 +236,7 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (read_elf(fd, &ce) || !ce.has_version || !ce.has_set) {
+		if (elf_cached(c, fd, &ce) || !ce.has_version || !ce.has_set) {
 			close(fd);
 			continue;
 		}
