@@ -22,10 +22,36 @@
 #include "unwind/fp.bpf.h"
 #include "unwind/native.bpf.h"
 #include "unwind/runtime.bpf.h"
+#include "runtime/golabels.bpf.h"
+#include "runtime/customlabels.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
+
+/* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
+static __always_inline void read_labels(struct op_trace *t, struct task_struct *task)
+{
+	struct op_label_proc *lp;
+	struct op_labels *out = &t->labels;
+
+	t->ctx_len = 0;
+	if (!labels_enabled)
+		return;
+	lp = bpf_map_lookup_elem(&label_procs, &t->hdr.pid);
+	if (!lp)
+		return;
+	out->n = 0;
+	out->flags = 0;
+	out->source = OP_LABELS_NONE;
+	if (lp->source == OP_LABELS_GO)
+		golabels_read(task, lp, out);
+	else if (lp->source == OP_LABELS_CUSTOM)
+		customlabels_read(task, lp, out);
+	if (out->n || out->flags)
+		t->ctx_len =
+			OP_LABELS_HDR_SIZE + (out->n % (OP_MAX_LABELS + 1)) * sizeof(out->l[0]);
+}
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -70,6 +96,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
+	read_labels(t, task);
 	if (get_user_regs(ctx, task, &regs)) {
 		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
 		struct walk_ctx w = { .t = t, .proc = proc };

@@ -25,6 +25,9 @@ enum op_runtime_kind {
 	OP_RUNTIME_PYTHON = 1,
 	OP_RUNTIME_V8 = 2,
 	OP_RUNTIME_HOTSPOT = 3,
+	/* no frames of their own: they find what a process publishes at sample time */
+	OP_RUNTIME_GOLABELS = 4,     /* Go pprof labels */
+	OP_RUNTIME_CUSTOMLABELS = 5, /* the custom-labels TLS ABI */
 	OP_RUNTIME_MAX = 8,
 };
 
@@ -59,6 +62,67 @@ enum op_event_type {
 	OP_EV_EXIT = 3,
 };
 
+/*
+ * Labels a thread publishes for the profiler (Go pprof labels, the custom-labels TLS ABI),
+ * read at sample time and sent after a trace's frames (op_trace.ctx_len). Bounded: at most
+ * OP_MAX_LABELS labels, keys and values cut at OP_LABEL_KEY_LEN / OP_LABEL_VAL_LEN bytes
+ * (the cut is flagged, never silent).
+ */
+#define OP_MAX_LABELS	 10
+#define OP_LABEL_KEY_LEN 32
+#define OP_LABEL_VAL_LEN 64
+
+/* op_label.flags */
+#define OP_LABEL_KEY_CUT (1u << 0)
+#define OP_LABEL_VAL_CUT (1u << 1)
+
+struct op_label {
+	__u8 klen, vlen; /* bytes of key and val used (after any cut) */
+	__u8 flags;	 /* OP_LABEL_* */
+	__u8 pad[5];
+	char key[OP_LABEL_KEY_LEN];
+	char val[OP_LABEL_VAL_LEN];
+};
+
+/* Where a trace's labels came from (op_labels.source). */
+enum op_label_source {
+	OP_LABELS_NONE = 0,
+	OP_LABELS_GO = 1,     /* the goroutine's pprof labels */
+	OP_LABELS_CUSTOM = 2, /* custom-labels ABI v1 (custom_labels_current_set) */
+};
+
+/* op_labels.flags */
+#define OP_LABELS_MORE (1u << 0) /* the thread had more labels than OP_MAX_LABELS */
+
+/* The context blob: only the first n labels are sent. */
+struct op_labels {
+	__u8 n;
+	__u8 source; /* enum op_label_source */
+	__u8 flags;  /* OP_LABELS_* */
+	__u8 pad[5];
+	struct op_label l[OP_MAX_LABELS];
+};
+
+#define OP_LABELS_HDR_SIZE ((unsigned long)&((struct op_labels *)0)->l)
+/* Trace slots the largest context blob takes after the frames. */
+#define OP_CTX_SLOTS ((sizeof(struct op_labels) + 7) / 8)
+
+/*
+ * How to find a process's labels (the label_procs map, filled by lib/runtime/golabels and
+ * lib/runtime/customlabels). Offsets are bytes; tls_off is relative to the thread pointer
+ * (fs base on x86-64).
+ */
+struct op_label_proc {
+	__u8 source;  /* enum op_label_source */
+	__u8 go_hmap; /* Go <= 1.23: labels are a map[string]string, else a slice */
+	__u8 pad[6];
+	__s64 tls_off;	/* Go: where g is; custom labels: custom_labels_current_set */
+	__u32 g_m;	/* Go: runtime.g.m */
+	__u32 m_curg;	/* Go: runtime.m.curg */
+	__u32 g_labels; /* Go: runtime.g.labels */
+	__u32 pad2;
+};
+
 /* op_trace.flags */
 #define OP_TRACE_USER_TRUNCATED (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
 #define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
@@ -82,6 +146,7 @@ struct op_event_hdr {
  * One sample. Variable length on the ring buffer: only frames[0 .. n_kernel + n_user) are
  * sent; kernel frames come first, then user frame slots (see OP_FRAME_TAG), each leaf first.
  * Native user frames are return addresses except frames[n_kernel] (the interrupted PC).
+ * ctx_len bytes of struct op_labels follow the last frame when the thread had labels.
  */
 struct op_trace {
 	struct op_event_hdr hdr;
@@ -93,10 +158,13 @@ struct op_trace {
 	__u32 flags;	    /* OP_TRACE_* */
 	__u32 unwind_error; /* enum otelprof_unwind_error */
 	__u8 origin;	    /* enum op_trace_origin */
-	__u8 pad[3];
-	__u64 value; /* see enum op_trace_origin */
+	__u8 pad;
+	__u16 ctx_len; /* bytes of struct op_labels sent right after the frames, 0: none */
+	__u64 value;   /* see enum op_trace_origin */
 	__u8 comm[OP_COMM_LEN];
-	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES];
+	/* frames, then room for the context blob once it is moved after the last frame */
+	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + OP_CTX_SLOTS];
+	struct op_labels labels; /* BPF scratch: gathered here, sent after the frames */
 };
 
 #define OP_TRACE_HDR_SIZE ((unsigned long)&((struct op_trace *)0)->frames)

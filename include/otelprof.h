@@ -116,6 +116,16 @@ OTELPROF_API otelprof_log_fn otelprof_set_log(otelprof_log_fn fn, void *ctx,
 #define OTELPROF_F_NO_KERNEL_STACKS (1u << 0) /* do not record kernel frames */
 #define OTELPROF_F_NO_SYMBOLIZE	    (1u << 1) /* addresses + build ids only, no names */
 #define OTELPROF_F_FRAME_POINTERS   (1u << 2) /* walk user stacks with frame pointers only */
+/*
+ * Do not read the labels threads publish (Go pprof labels, the custom-labels TLS ABI), nor
+ * link samples to the spans they name.
+ */
+#define OTELPROF_F_NO_LABELS (1u << 3)
+/*
+ * Do not read processes' OpenTelemetry resource attributes (OTEL_SERVICE_NAME,
+ * OTEL_RESOURCE_ATTRIBUTES) from their environment.
+ */
+#define OTELPROF_F_NO_ENV_RESOURCE (1u << 4)
 
 #define OTELPROF_DEFAULT_FREQUENCY 20
 #define OTELPROF_MAX_FREQUENCY	   10000

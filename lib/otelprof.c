@@ -19,10 +19,13 @@
 #include "util/log.h"
 #include "otelprof.h"
 #include "sample/proc.h"
+#include "profile/links.h"
 #include "profile/profile.h"
 #include "sample/sampler.h"
 #include "symbol/ksyms.h"
 #include "symbol/symbolize.h"
+#include "runtime/customlabels/customlabels.h"
+#include "runtime/golabels/golabels.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -266,7 +269,8 @@ defaults:
 		return -OTELPROF_ERR_OPTS;
 	}
 	if (out->flags &
-	    ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE | OTELPROF_F_FRAME_POINTERS)) {
+	    ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE | OTELPROF_F_FRAME_POINTERS |
+	      OTELPROF_F_NO_LABELS | OTELPROF_F_NO_ENV_RESOURCE)) {
 		op_err("invalid options: unknown flags 0x%x", out->flags);
 		return -OTELPROF_ERR_OPTS;
 	}
@@ -303,8 +307,11 @@ typedef struct op_runtime *(*runtime_ctor)(const struct op_runtime_env *env);
 static const struct {
 	const char *name;
 	runtime_ctor make;
+	bool labels; /* off with OTELPROF_F_NO_LABELS */
 } runtime_ctors[] = {
-	{ NULL, NULL },
+	{ "Go labels", op_golabels_runtime_new, true },
+	{ "custom labels", op_customlabels_runtime_new, true },
+	{ NULL, NULL, false },
 };
 
 static void runtimes_open(struct otelprof *p)
@@ -312,17 +319,21 @@ static void runtimes_open(struct otelprof *p)
 	struct op_runtime_env env = { op_sampler_skel(p->sampler), p->files };
 
 	for (size_t i = 0; runtime_ctors[i].make; i++) {
-		struct op_runtime *rt = runtime_ctors[i].make(&env);
+		struct op_runtime *rt;
 		int err;
 
+		if (runtime_ctors[i].labels && (p->flags & OTELPROF_F_NO_LABELS))
+			continue;
+		rt = runtime_ctors[i].make(&env);
 		if (!rt) {
-			op_warn("%s frames will show as native: %s", runtime_ctors[i].name,
-				strerror(errno));
+			op_warn("%s unavailable (frames stay native, labels unread): %s",
+				runtime_ctors[i].name, strerror(errno));
 			continue;
 		}
 		err = op_unwinder_add_runtime(p->unwinder, rt);
 		if (err) {
-			op_warn("%s frames will show as native: %s", rt->name, strerror(-err));
+			op_warn("%s unavailable (frames stay native, labels unread): %s", rt->name,
+				strerror(-err));
 			if (rt->free)
 				rt->free(rt->ctx);
 			continue;
@@ -499,6 +510,7 @@ static void snap_free(struct exec_snap *sn)
 	free(sn->proc.vmas);
 	free(sn->proc.exe_path);
 	free(sn->proc.container_id);
+	op_resource_free(&sn->proc.resource);
 	free(sn);
 }
 
@@ -515,6 +527,68 @@ static void ghost_drop(struct otelprof *p, int pid)
 	}
 }
 
+/* A trace's labels, and the span they name (profile/links.h). */
+struct trace_labels {
+	struct op_kv kv[OP_MAX_LABELS + 1];
+	char key[OP_MAX_LABELS][OP_LABEL_KEY_LEN + 4];
+	char val[OP_MAX_LABELS][OP_LABEL_VAL_LEN + 4];
+	size_t n;
+	uint8_t trace_id[16], span_id[8];
+	bool has_trace, has_span;
+};
+
+/*
+ * The labels sent after @t's frames (@avail bytes of them). A key or value BPF had to cut
+ * ends in "…", so that it never reads as the whole one; of equal keys the first wins (the
+ * custom-labels ABI's rule). A label set larger than BPF reads gets one more label,
+ * otelprof.labels_truncated=true.
+ */
+static void parse_labels(const struct op_trace *t, const uint8_t *blob, size_t avail,
+			 struct trace_labels *tl)
+{
+	struct op_labels hdr;
+	size_t n;
+
+	tl->n = 0;
+	tl->has_trace = tl->has_span = false;
+	if (!t->ctx_len || t->ctx_len > avail || t->ctx_len < OP_LABELS_HDR_SIZE)
+		return;
+	memcpy(&hdr, blob, OP_LABELS_HDR_SIZE);
+	n = hdr.n;
+	if (n > OP_MAX_LABELS || OP_LABELS_HDR_SIZE + n * sizeof(struct op_label) > t->ctx_len)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct op_label l;
+		bool dup = false;
+
+		memcpy(&l, blob + OP_LABELS_HDR_SIZE + i * sizeof(l), sizeof(l));
+		if (!l.klen || l.klen > OP_LABEL_KEY_LEN || l.vlen > OP_LABEL_VAL_LEN)
+			continue;
+		snprintf(tl->key[tl->n], sizeof(tl->key[0]), "%.*s%s", l.klen, l.key,
+			 l.flags & OP_LABEL_KEY_CUT ? "\u2026" : "");
+		snprintf(tl->val[tl->n], sizeof(tl->val[0]), "%.*s%s", l.vlen, l.val,
+			 l.flags & OP_LABEL_VAL_CUT ? "\u2026" : "");
+		for (size_t j = 0; j < tl->n && !dup; j++)
+			dup = !strcmp(tl->key[j], tl->key[tl->n]);
+		if (dup)
+			continue;
+		tl->kv[tl->n] = (struct op_kv){ tl->key[tl->n], tl->val[tl->n] };
+		if (!(l.flags & OP_LABEL_VAL_CUT)) {
+			if (!tl->has_trace &&
+			    op_label_trace_id(tl->key[tl->n], tl->val[tl->n], tl->trace_id) == 0)
+				tl->has_trace = true;
+			else if (!tl->has_span &&
+				 op_label_span_id(tl->key[tl->n], tl->val[tl->n], tl->span_id) == 0)
+				tl->has_span = true;
+		}
+		tl->n++;
+	}
+	if (hdr.flags & OP_LABELS_MORE && tl->n < OP_MAX_LABELS + 1) {
+		/* say that labels were left out rather than let the set look complete */
+		tl->kv[tl->n++] = (struct op_kv){ "otelprof.labels_truncated", "true" };
+	}
+}
+
 static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t size)
 {
 	uint32_t locs[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + 2];
@@ -524,11 +598,16 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 	struct op_proc *proc;
 	char thread[OP_COMM_LEN + 1];
 
+	struct op_kv res[OP_RESOURCE_MAX_ATTRS];
+	struct trace_labels tl;
+
 	if (nk > OP_MAX_KERNEL_FRAMES || nu > OP_MAX_USER_FRAMES ||
 	    size < OP_TRACE_HDR_SIZE + (nk + nu) * sizeof(uint64_t)) {
 		p->stats.dropped++;
 		return;
 	}
+	parse_labels(t, (const uint8_t *)&t->frames[nk + nu],
+		     size - OP_TRACE_HDR_SIZE - (nk + nu) * sizeof(uint64_t), &tl);
 	if (op_profile_sample_count(p->profile) >= MAX_PENDING_SAMPLES) {
 		p->stats.dropped++;
 		return;
@@ -573,6 +652,12 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		pd.executable_name = proc->exe_name;
 		pd.executable_path = proc->exe_path;
 		pd.container_id = proc->container_id;
+		for (size_t i = 0; i < proc->resource.n && i < OP_RESOURCE_MAX_ATTRS; i++)
+			res[i] = (struct op_kv){ proc->resource.kv[2 * i],
+						 proc->resource.kv[2 * i + 1] };
+		pd.resource = res;
+		pd.n_resource = proc->resource.n < OP_RESOURCE_MAX_ATTRS ? proc->resource.n
+									 : OP_RESOURCE_MAX_ATTRS;
 	} else {
 		pd.executable_name = thread;
 	}
@@ -583,6 +668,10 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.thread_name = thread,
 		.cpu = t->cpu,
 		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
+		.labels = tl.kv,
+		.n_labels = tl.n,
+		.trace_id = tl.has_trace && tl.has_span ? tl.trace_id : NULL,
+		.span_id = tl.has_trace && tl.has_span ? tl.span_id : NULL,
 	};
 	if (op_profile_add_sample(p->profile, &sd))
 		p->stats.dropped++;
@@ -763,6 +852,8 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 		sn->proc.exe_path = exe;
 		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
 	}
+	if (!(p->flags & OTELPROF_F_NO_ENV_RESOURCE))
+		op_resource_read(pid, &sn->proc.resource);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -965,6 +1056,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 
 	p->files = op_filecache_new(0);
 	p->procs = p->files ? op_proctab_new(p->files) : NULL;
+	op_proctab_read_environ(p->procs, !(p->flags & OTELPROF_F_NO_ENV_RESOURCE));
 	p->profile = new_profile(p);
 	if (!p->files || !p->procs || !p->profile) {
 		err = -ENOMEM;
@@ -975,6 +1067,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 
 	so.frequency_hz = p->opts.frequency_hz;
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
+	so.labels = !(p->flags & OTELPROF_F_NO_LABELS);
 	so.pids = p->opts.pids;
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;

@@ -181,8 +181,19 @@ static __always_inline int submit_trace(struct op_trace *t, bool refresh)
 		count(OP_CNT_UNWIND_BASE + OTELPROF_UNWIND_DEPTH_LIMIT);
 
 	size = OP_TRACE_HDR_SIZE + (t->n_kernel + t->n_user) * sizeof(__u64);
-	if (size > sizeof(*t))
-		size = sizeof(*t);
+	if (t->ctx_len) {
+		/* the labels go right after the last frame (bpf/types.h) */
+		__u32 n = t->n_kernel + t->n_user, len = t->ctx_len;
+
+		asm volatile("" : "+r"(n), "+r"(len));
+		if (n <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES && len <= sizeof(t->labels) &&
+		    !bpf_probe_read_kernel(&t->frames[n], len, &t->labels))
+			size += len;
+		else
+			t->ctx_len = 0;
+	}
+	if (size > OP_TRACE_HDR_SIZE + sizeof(t->frames))
+		size = OP_TRACE_HDR_SIZE + sizeof(t->frames);
 	if (bpf_ringbuf_output(&events, t, size, wakeup_flags(refresh && refresh_wakeup(t)))) {
 		count(OP_CNT_LOST);
 		return 0;

@@ -52,6 +52,16 @@ type Config struct {
 	// tables (default false). Cheaper, but loses frames of code built without frame pointers.
 	FramePointersOnly bool `mapstructure:"frame_pointers_only"`
 
+	// Labels reads the labels threads publish - Go pprof labels and the custom-labels TLS
+	// ABI of C, C++ and Rust programs - into sample attributes, and links samples to the
+	// spans they name (default true).
+	Labels bool `mapstructure:"labels"`
+
+	// EnvResource takes each process's service.name and other resource attributes from its
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, as its OpenTelemetry SDK does
+	// (default true).
+	EnvResource bool `mapstructure:"env_resource"`
+
 	// RingBufferBytes sizes the kernel-to-user ring buffer: a power of two, at least 65536;
 	// 0 (the default) = 1 MiB per online CPU, from 1 to 4 MiB. Raise it if the `lost`
 	// counter grows.
@@ -76,6 +86,8 @@ func createDefaultConfig() *Config {
 		ReporterInterval: 5 * time.Second,
 		KernelFrames:     true,
 		Symbolize:        true,
+		Labels:           true,
+		EnvResource:      true,
 		ErrorMode:        ErrorModePropagate,
 	}
 }
@@ -126,6 +138,8 @@ func (cfg *Config) options() otelprof.Options {
 		PIDs:            cfg.Pids,
 		NoKernelStacks:  !cfg.KernelFrames,
 		NoSymbolize:     !cfg.Symbolize,
+		NoLabels:        !cfg.Labels,
+		NoEnvResource:   !cfg.EnvResource,
 		FramePointers:   cfg.FramePointersOnly,
 		RingBufferBytes: cfg.RingBufferBytes,
 	}

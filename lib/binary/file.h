@@ -68,6 +68,7 @@ struct op_file {
 	char htlhash[33];
 	bool has_htlhash;
 	bool is_go;
+	char go_version[24]; /* "go1.22.12" from .go.buildinfo, "" if unknown */
 	bool is_elf;
 	bool is_vdso;
 	uint16_t e_type;
@@ -102,6 +103,12 @@ struct op_file {
 
 /* filecache.c: intern a string in the file's pool (deduplicated); NULL on ENOMEM. */
 const char *op_file_intern(struct op_file *f, const char *s);
+/*
+ * filecache.c: the Go version in the @size bytes of a .go.buildinfo section at @buf, into
+ * @out ("" when there is none). Pure; fuzzed.
+ */
+void op_go_buildinfo_version(const void *buf, size_t size, char *out, size_t len);
+
 /* filecache.c: merge function symbols of another ELF (a debug file) into @f. */
 struct Elf;
 void op_file_add_elf_symbols(struct op_file *f, struct Elf *elf, bool replace);

@@ -504,8 +504,14 @@ static void load_elf(struct op_file *f, Elf *elf)
 			f->has_debugdata = sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
 		} else if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")) {
 			f->has_debug_info = sh.sh_type != SHT_NOBITS && sh.sh_size > 0;
-		} else if (!strcmp(name, ".gopclntab") || !strcmp(name, ".go.buildinfo") ||
-			   !strcmp(name, ".data.rel.ro.gopclntab")) {
+		} else if (!strcmp(name, ".go.buildinfo")) {
+			f->is_go = true;
+			Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_getdata(scn, NULL) : NULL;
+
+			if (d && d->d_buf)
+				op_go_buildinfo_version(d->d_buf, d->d_size, f->go_version,
+							sizeof(f->go_version));
+		} else if (!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab")) {
 			f->is_go = true;
 		}
 	}
@@ -527,6 +533,41 @@ static void load_elf(struct op_file *f, Elf *elf)
 		build_syms(f, raw, n);
 	f->has_symtab = has_symtab;
 	free(raw);
+}
+
+void op_go_buildinfo_version(const void *buf, size_t size, char *out, size_t len)
+{
+	static const char magic[] = "\xff Go buildinf:";
+	const uint8_t *p;
+	uint64_t n = 0;
+	size_t i, shift = 0;
+
+	if (!len)
+		return;
+	out[0] = '\0';
+	if (!buf || size < 33 || memcmp(buf, magic, 14))
+		return;
+	p = buf;
+	/* flag 2: the version is inline after the 32-byte header (Go 1.18 and later) */
+	if (!(p[15] & 2))
+		return;
+	for (i = 32; i < size && i < 32 + 10; i++) {
+		n |= (uint64_t)(p[i] & 0x7f) << shift;
+		shift += 7;
+		if (!(p[i] & 0x80))
+			break;
+	}
+	i++;
+	if (i >= size || !n || n > size - i)
+		return;
+	/* "go1.26.8", or "go1.26.8 X:exp" with experiments: the release is the first word */
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, p + i, n);
+	out[n] = '\0';
+	out[strcspn(out, " ")] = '\0';
+	if (strncmp(out, "go1.", 4) || strspn(out, "go0123456789.rcbeta") != strlen(out))
+		out[0] = '\0';
 }
 
 static size_t file_fixed_bytes(const struct op_file *f)
@@ -1003,6 +1044,11 @@ const char *op_file_build_id_go(const struct op_file *f)
 const char *op_file_htlhash(const struct op_file *f)
 {
 	return f && f->has_htlhash ? f->htlhash : NULL;
+}
+
+const char *op_file_go_version(const struct op_file *f)
+{
+	return f && f->go_version[0] ? f->go_version : NULL;
 }
 
 int op_file_is_go(const struct op_file *f)

@@ -61,6 +61,7 @@ const char *op_file_build_id_gnu(const struct op_file *f); /* hex, or NULL */
 const char *op_file_build_id_go(const struct op_file *f);  /* Go build id, or NULL */
 const char *op_file_htlhash(const struct op_file *f);	   /* hex of 16 bytes, or NULL */
 int op_file_is_go(const struct op_file *f);
+const char *op_file_go_version(const struct op_file *f); /* "go1.22.12", or NULL */
 
 /* Translate a file offset (as in /proc/PID/maps) to an ELF virtual address (PT_LOAD). */
 int op_file_offset_to_vaddr(const struct op_file *f, uint64_t offset, uint64_t *vaddr);

@@ -66,6 +66,10 @@ static void usage_record(FILE *f)
 		"      --no-kernel        do not record kernel frames\n"
 		"      --no-symbolize     send addresses and build ids only (no function names)\n"
 		"      --frame-pointers   walk user stacks with frame pointers only (no CFI)\n"
+		"      --no-labels        do not read Go pprof labels or custom-labels TLS labels\n"
+		"                         (nor link samples to the spans they name)\n"
+		"      --no-env-resource  do not take service.name etc. from processes'\n"
+		"                         OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES\n"
 		"  -v, --verbose          more log output (repeat for debug)\n"
 		"  -q, --quiet            errors only\n"
 		"  -h, --help             this help\n"
@@ -141,6 +145,8 @@ static int cmd_record(int argc, char **argv)
 		{ "no-kernel", no_argument, NULL, 'K' },
 		{ "no-symbolize", no_argument, NULL, 'S' },
 		{ "frame-pointers", no_argument, NULL, 'P' },
+		{ "no-labels", no_argument, NULL, 'L' },
+		{ "no-env-resource", no_argument, NULL, 'E' },
 		/* advanced, not in --help: BPF ring buffer bytes (tests of lost samples) */
 		{ "ringbuf-bytes", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -211,6 +217,12 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			opts.flags |= OTELPROF_F_FRAME_POINTERS;
+			break;
+		case 'L':
+			opts.flags |= OTELPROF_F_NO_LABELS;
+			break;
+		case 'E':
+			opts.flags |= OTELPROF_F_NO_ENV_RESOURCE;
 			break;
 		case 'v':
 			if (verbosity < OTELPROF_LOG_DEBUG)

@@ -52,7 +52,8 @@ typedef Opentelemetry__Proto__Resource__V1__Resource PbResource;
 #define ANY_STRING OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
 #define ANY_INT	   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
 
-#define RES_ATTRS      4
+/* process.pid, .executable.name, .executable.path, container.id, and the process's own */
+#define RES_ATTRS      (4 + OP_PROCESS_MAX_RESOURCE)
 #define PROFILE_ID_LEN 16
 
 /* One array of messages plus the array of pointers protobuf-c wants for a repeated field. */
@@ -63,7 +64,7 @@ typedef Opentelemetry__Proto__Resource__V1__Resource PbResource;
 struct otlp_enc {
 	const struct op_profile *p;
 	struct op_grouped g;
-	struct op_remap stacks, locs, maps, funcs, attrs, strs;
+	struct op_remap stacks, locs, maps, funcs, attrs, strs, links;
 
 	PbRequest req;
 	PbDictionary dict;
@@ -74,8 +75,7 @@ struct otlp_enc {
 	TABLE(PbStack, stack_tab);
 	TABLE(PbKeyValueAndUnit, attr_tab);
 	PbAnyValue *attr_values;
-	PbLink link0;
-	PbLink *link_ptrs[1];
+	TABLE(PbLink, link_tab);
 	char **strings;
 	int32_t *ints; /* every int32 index list, back to back */
 	size_t n_ints, cap_ints;
@@ -107,6 +107,9 @@ static void enc_free(struct otlp_enc *e)
 	op_remap_free(&e->funcs);
 	op_remap_free(&e->attrs);
 	op_remap_free(&e->strs);
+	op_remap_free(&e->links);
+	free(e->link_tab);
+	free(e->link_tab_ptrs);
 	free(e->mappings);
 	free(e->mappings_ptrs);
 	free(e->locations);
@@ -193,6 +196,9 @@ static void assign(struct otlp_enc *e)
 		op_remap_use(&e->stacks, s->stack);
 		for (j = 0; j < OP_SAMPLE_ATTRS; j++)
 			op_remap_use(&e->attrs, s->attrs[j]);
+		for (j = 0; j < p->sets[s->labels].n; j++)
+			op_remap_use(&e->attrs, p->set_attrs[p->sets[s->labels].first + j]);
+		op_remap_use(&e->links, s->link);
 	}
 	for (i = 1; i < e->stacks.n; i++) {
 		const struct op_stack *st = &p->stacks[e->stacks.order[i]];
@@ -239,6 +245,8 @@ static int build_dictionary(struct otlp_enc *e)
 		n_ints += p->stacks[e->stacks.order[i]].n;
 	n_ints += (size_t)e->locs.n + (size_t)e->maps.n * OP_MAPPING_MAX_ATTRS +
 		  (size_t)p->n_samples * OP_SAMPLE_ATTRS;
+	for (i = 1; i < p->n_samples; i++)
+		n_ints += p->sets[p->samples[i].labels].n;
 	e->ints = calloc(n_ints + 1, sizeof(*e->ints));
 	e->cap_ints = n_ints;
 	e->attr_values = calloc(e->attrs.n, sizeof(*e->attr_values));
@@ -246,7 +254,7 @@ static int build_dictionary(struct otlp_enc *e)
 	if (!e->ints || !e->attr_values || !e->strings || ALLOC_TABLE(e, mappings, e->maps.n) ||
 	    ALLOC_TABLE(e, locations, e->locs.n) || ALLOC_TABLE(e, lines, n_lines) ||
 	    ALLOC_TABLE(e, functions, e->funcs.n) || ALLOC_TABLE(e, stack_tab, e->stacks.n) ||
-	    ALLOC_TABLE(e, attr_tab, e->attrs.n))
+	    ALLOC_TABLE(e, attr_tab, e->attrs.n) || ALLOC_TABLE(e, link_tab, e->links.n))
 		return -ENOMEM;
 
 	/* element 0 of every table is the zero value (an empty message) */
@@ -339,8 +347,18 @@ static int build_dictionary(struct otlp_enc *e)
 	 * The zero attribute carries an empty value, as pdata writes it. (pdata also writes the
 	 * zero link's two empty byte fields, which proto3 protobuf-c cannot: 4 bytes.)
 	 */
-	PB(link__init)(&e->link0);
-	e->link_ptrs[0] = &e->link0;
+	for (i = 0; i < e->links.n; i++) {
+		PbLink *l = &e->link_tab[i];
+		const struct op_link *src = &p->links[e->links.order[i]];
+
+		PB(link__init)(l);
+		if (!i)
+			continue;
+		l->trace_id.data = (uint8_t *)src->trace_id;
+		l->trace_id.len = sizeof(src->trace_id);
+		l->span_id.data = (uint8_t *)src->span_id;
+		l->span_id.len = sizeof(src->span_id);
+	}
 	opentelemetry__proto__common__v1__any_value__init(&e->attr_values[0]);
 	e->attr_tab[0].value = &e->attr_values[0];
 
@@ -351,8 +369,8 @@ static int build_dictionary(struct otlp_enc *e)
 	e->dict.location_table = e->locations_ptrs;
 	e->dict.n_function_table = e->funcs.n;
 	e->dict.function_table = e->functions_ptrs;
-	e->dict.n_link_table = 1;
-	e->dict.link_table = e->link_ptrs;
+	e->dict.n_link_table = e->links.n;
+	e->dict.link_table = e->link_tab_ptrs;
 	e->dict.n_string_table = e->strs.n;
 	e->dict.string_table = e->strings;
 	e->dict.n_attribute_table = e->attrs.n;
@@ -440,6 +458,14 @@ static int build_resources(struct otlp_enc *e)
 			v[na].value_case = ANY_STRING;
 			v[na++].string_value = (char *)p->strs[pr->container_id].s;
 		}
+		for (j = 0; j < p->sets[pr->resource].n && na < RES_ATTRS; j++) {
+			const struct op_attr *ra =
+				&p->attrs[p->set_attrs[p->sets[pr->resource].first + j]];
+
+			res_attr(&kv[na], &v[na], p->strs[ra->key].s);
+			v[na].value_case = ANY_STRING;
+			v[na++].string_value = (char *)p->strs[ra->str].s;
+		}
 		for (j = 0; j < na; j++)
 			e->res_kv_ptrs[(size_t)k * RES_ATTRS + j] = &kv[j];
 		opentelemetry__proto__resource__v1__resource__init(res);
@@ -461,15 +487,21 @@ static int build_resources(struct otlp_enc *e)
 			uint32_t sidx = e->g.order[e->g.proc_first[i] + j];
 			const struct op_psample *s = &p->samples[sidx];
 			PbSample *ps = &e->samples[si];
+			const struct op_attrset *ls;
 			uint32_t t0 = e->g.ts_off[sidx], t1 = e->g.ts_off[sidx + 1], t, a;
 			bool all_ts = true;
 
 			PB(sample__init)(ps);
 			ps->stack_index = e->stacks.map[s->stack];
-			ps->attribute_indices = ints(e, OP_SAMPLE_ATTRS);
+			ls = &p->sets[s->labels];
+			ps->attribute_indices = ints(e, OP_SAMPLE_ATTRS + ls->n);
 			for (a = 0; a < OP_SAMPLE_ATTRS && s->attrs[a]; a++)
 				ps->attribute_indices[a] = e->attrs.map[s->attrs[a]];
+			for (t = 0; t < ls->n; t++)
+				ps->attribute_indices[a++] =
+					e->attrs.map[p->set_attrs[ls->first + t]];
 			ps->n_attribute_indices = a;
+			ps->link_index = e->links.map[s->link];
 			for (t = t0; t < t1; t++)
 				all_ts &= e->g.ts[t] != 0;
 			if (all_ts) {
@@ -520,7 +552,8 @@ int op_encode_otlp(const struct op_profile *p, uint8_t **out, size_t *len)
 		goto out;
 	if (op_remap_init(&e.stacks, p->n_stacks) || op_remap_init(&e.locs, p->n_locations) ||
 	    op_remap_init(&e.maps, p->n_mappings) || op_remap_init(&e.funcs, p->n_functions) ||
-	    op_remap_init(&e.attrs, p->n_attrs) || op_remap_init(&e.strs, p->n_strs)) {
+	    op_remap_init(&e.attrs, p->n_attrs) || op_remap_init(&e.strs, p->n_strs) ||
+	    op_remap_init(&e.links, p->n_links)) {
 		err = -ENOMEM;
 		goto out;
 	}

@@ -111,6 +111,22 @@ static void num_label(struct pprof_enc *e, size_t *ni, enum op_wk key, int64_t n
 	l->num_unit = S(e, e->p->wk[OP_WK_ID]);
 }
 
+/* String labels for the attributes of @set. */
+static void set_labels(struct pprof_enc *e, size_t *ni, const struct op_attrset *set)
+{
+	const struct op_profile *p = e->p;
+
+	for (uint32_t j = 0; j < set->n; j++) {
+		const struct op_attr *a = &p->attrs[p->set_attrs[set->first + j]];
+		PbLabel *l = &e->labels[*ni];
+
+		e->label_ptrs[(*ni)++] = l;
+		perftools__profiles__label__init(l);
+		l->key = S(e, a->label_key ? a->label_key : a->key);
+		l->str = S(e, a->str);
+	}
+}
+
 /* Index of the used mapping that is the executable of the busiest process, or 0. */
 static uint32_t main_mapping(struct pprof_enc *e)
 {
@@ -143,7 +159,7 @@ static uint32_t main_mapping(struct pprof_enc *e)
 static int build(struct pprof_enc *e)
 {
 	const struct op_profile *p = e->p;
-	size_t n_loc_ids = 0, li = 0, ni = 0;
+	size_t n_loc_ids = 0, li = 0, ni = 0, n_labels = 0;
 	uint32_t i, j, n;
 	int err;
 
@@ -159,8 +175,14 @@ static int build(struct pprof_enc *e)
 		n_loc_ids += p->stacks[p->samples[i].stack].n;
 	e->samples = calloc(n ? n : 1, sizeof(*e->samples));
 	e->sample_ptrs = calloc(n ? n : 1, sizeof(*e->sample_ptrs));
-	e->labels = calloc((size_t)n * N_LABELS + 1, sizeof(*e->labels));
-	e->label_ptrs = calloc((size_t)n * N_LABELS + 1, sizeof(*e->label_ptrs));
+	for (i = 0; i < n; i++) {
+		const struct op_psample *s = &p->samples[e->g.order[i]];
+
+		n_labels += N_LABELS + p->sets[s->labels].n +
+			    p->sets[p->processes[s->process].resource].n;
+	}
+	e->labels = calloc(n_labels + 1, sizeof(*e->labels));
+	e->label_ptrs = calloc(n_labels + 1, sizeof(*e->label_ptrs));
 	e->loc_ids = calloc(n_loc_ids + 1, sizeof(*e->loc_ids));
 	e->values = calloc((size_t)n * 2 + 1, sizeof(*e->values));
 	if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->loc_ids ||
@@ -202,6 +224,9 @@ static int build(struct pprof_enc *e)
 			str_label(e, &ni, OP_WK_EXE_NAME, pr->exe_name);
 		if (s->cpu >= 0)
 			num_label(e, &ni, OP_WK_CPU_LABEL, s->cpu);
+		/* the thread's labels (key without the OTLP prefix), then the process's resource */
+		set_labels(e, &ni, &p->sets[s->labels]);
+		set_labels(e, &ni, &p->sets[pr->resource]);
 		ps->n_label = &e->label_ptrs[ni] - ps->label;
 	}
 

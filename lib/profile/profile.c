@@ -4,6 +4,7 @@
  * and per-process resources. See profile.h for the contract, profile_internal.h for layout.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -606,6 +607,106 @@ inval:
 	return OP_PROFILE_ERR;
 }
 
+/* ------------------------------------------------------------------ attribute sets, links */
+
+static bool set_eq(const struct op_profile *p, uint32_t idx, const void *key)
+{
+	const struct op_attrset *s = &p->sets[idx];
+	const struct stack_key *k = key;
+
+	return s->n == k->n && !memcmp(&p->set_attrs[s->first], k->locs, k->n * sizeof(*k->locs));
+}
+
+uint32_t op_profile_attrset(struct op_profile *p, const uint32_t *attrs, size_t n)
+{
+	struct stack_key k = { attrs, n };
+	struct op_hslot *slot;
+	uint32_t hash;
+	size_t i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!attrs[i] || attrs[i] >= p->n_attrs) {
+			errno = EINVAL;
+			return OP_PROFILE_ERR;
+		}
+	}
+	if (n > 4096 || htab_reserve(&p->h_sets) || GROW(p, sets, p->n_sets + 1) ||
+	    GROW(p, set_attrs, p->n_set_attrs + (uint32_t)n)) {
+		errno = ENOMEM;
+		return OP_PROFILE_ERR;
+	}
+	hash = fold(hash_bytes(attrs, n * sizeof(*attrs)));
+	slot = htab_find(&p->h_sets, hash, set_eq, p, &k);
+	if (slot->idx)
+		return slot->idx;
+	p->sets[p->n_sets].first = p->n_set_attrs;
+	p->sets[p->n_sets].n = (uint32_t)n;
+	memcpy(&p->set_attrs[p->n_set_attrs], attrs, n * sizeof(*attrs));
+	p->n_set_attrs += (uint32_t)n;
+	slot->idx = p->n_sets++;
+	slot->hash = hash;
+	p->h_sets.used++;
+	return slot->idx;
+}
+
+/* The set of at most @max string attributes @kv (keys prefixed with @prefix, "" for none). */
+static uint32_t kv_set(struct op_profile *p, const struct op_kv *kv, size_t n, const char *prefix,
+		       size_t max)
+{
+	uint32_t a[64];
+	size_t m = 0;
+	char key[256];
+
+	for (size_t i = 0; i < n && m < max && m < sizeof(a) / sizeof(a[0]); i++) {
+		if (!kv[i].key || !kv[i].key[0] || !kv[i].value)
+			continue;
+		struct op_attr at = { .kind = OP_ATTR_STR };
+
+		snprintf(key, sizeof(key), "%s%s", prefix, kv[i].key);
+		at.key = op_profile_string(p, key);
+		at.str = op_profile_string(p, kv[i].value);
+		at.label_key = prefix[0] ? op_profile_string(p, kv[i].key) : 0;
+		if (at.key == OP_PROFILE_ERR || at.str == OP_PROFILE_ERR ||
+		    at.label_key == OP_PROFILE_ERR)
+			return OP_PROFILE_ERR;
+		a[m] = attr_intern(p, &at);
+		if (a[m] == OP_PROFILE_ERR)
+			return OP_PROFILE_ERR;
+		m++;
+	}
+	return op_profile_attrset(p, a, m);
+}
+
+static bool link_eq(const struct op_profile *p, uint32_t idx, const void *key)
+{
+	return !memcmp(&p->links[idx], key, sizeof(struct op_link));
+}
+
+static uint32_t link_get(struct op_profile *p, const uint8_t *trace_id, const uint8_t *span_id)
+{
+	struct op_link l;
+	struct op_hslot *slot;
+	uint32_t hash;
+
+	memcpy(l.trace_id, trace_id, sizeof(l.trace_id));
+	memcpy(l.span_id, span_id, sizeof(l.span_id));
+	if (htab_reserve(&p->h_links) || GROW(p, links, p->n_links + 1)) {
+		errno = ENOMEM;
+		return OP_PROFILE_ERR;
+	}
+	hash = fold(hash_bytes(&l, sizeof(l)));
+	slot = htab_find(&p->h_links, hash, link_eq, p, &l);
+	if (slot->idx)
+		return slot->idx;
+	p->links[p->n_links] = l;
+	slot->idx = p->n_links++;
+	slot->hash = hash;
+	p->h_links.used++;
+	return slot->idx;
+}
+
 /* ------------------------------------------------------------------ processes, samples */
 
 static bool process_eq(const struct op_profile *p, uint32_t idx, const void *key)
@@ -619,7 +720,7 @@ static uint32_t process_get(struct op_profile *p, const struct op_process_desc *
 	const char *in[3] = { d->executable_name, d->executable_path, d->container_id };
 	struct op_process *pr;
 	struct op_hslot *slot;
-	uint32_t hash, s[3];
+	uint32_t hash, s[3], res;
 
 	if (htab_reserve(&p->h_processes) || GROW(p, processes, p->n_processes + 1)) {
 		errno = ENOMEM;
@@ -629,6 +730,13 @@ static uint32_t process_get(struct op_profile *p, const struct op_process_desc *
 	slot = htab_find(&p->h_processes, hash, process_eq, p, &d->pid);
 	if (slot->idx) {
 		pr = &p->processes[slot->idx];
+		if (!pr->resource && d->n_resource) {
+			res = kv_set(p, d->resource, d->n_resource, "", OP_PROCESS_MAX_RESOURCE);
+			if (res == OP_PROFILE_ERR)
+				return OP_PROFILE_ERR;
+			pr = &p->processes[slot->idx];
+			pr->resource = res;
+		}
 		if ((!pr->exe_name && d->executable_name) ||
 		    (!pr->exe_path && d->executable_path) ||
 		    (!pr->container_id && d->container_id)) {
@@ -642,9 +750,13 @@ static uint32_t process_get(struct op_profile *p, const struct op_process_desc *
 	}
 	if (!intern_all(p, in, s, 3))
 		return OP_PROFILE_ERR;
+	res = kv_set(p, d->resource, d->n_resource, "", OP_PROCESS_MAX_RESOURCE);
+	if (res == OP_PROFILE_ERR)
+		return OP_PROFILE_ERR;
 	pr = &p->processes[p->n_processes];
 	memset(pr, 0, sizeof(*pr));
 	pr->pid = d->pid;
+	pr->resource = res;
 	pr->exe_name = s[0];
 	pr->exe_path = s[1];
 	pr->container_id = s[2];
@@ -676,6 +788,7 @@ static uint32_t sample_hash(const struct op_psample *s)
 	uint64_t h = hcombine(hcombine(0, ((uint64_t)s->process << 32) | s->stack),
 			      ((uint64_t)s->thread_name << 32) | (uint32_t)s->tid);
 
+	h = hcombine(h, ((uint64_t)s->labels << 32) | s->link);
 	return fold(hcombine(h, (uint32_t)s->cpu));
 }
 
@@ -684,7 +797,8 @@ static bool sample_eq(const struct op_profile *p, uint32_t idx, const void *key)
 	const struct op_psample *a = &p->samples[idx], *b = key;
 
 	return a->process == b->process && a->stack == b->stack &&
-	       a->thread_name == b->thread_name && a->tid == b->tid && a->cpu == b->cpu;
+	       a->thread_name == b->thread_name && a->tid == b->tid && a->cpu == b->cpu &&
+	       a->labels == b->labels && a->link == b->link;
 }
 
 int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
@@ -704,6 +818,14 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 	k.stack = d->stack;
 	k.tid = d->tid;
 	k.cpu = d->cpu;
+	k.labels = kv_set(p, d->labels, d->n_labels, OP_LABEL_ATTR_PREFIX, 64);
+	if (k.labels == OP_PROFILE_ERR)
+		return -errno;
+	if (d->trace_id && d->span_id) {
+		k.link = link_get(p, d->trace_id, d->span_id);
+		if (k.link == OP_PROFILE_ERR)
+			return -errno;
+	}
 	if (htab_reserve(&p->h_samples) || GROW(p, samples, p->n_samples + 1) || grow_events(p))
 		return -ENOMEM;
 	hash = sample_hash(&k);
@@ -818,8 +940,11 @@ struct op_profile *op_profile_new(const struct op_profile_opts *opts)
 	/* element 0 of every table is the zero entry */
 	if (GROW(p, strs, 1) || GROW(p, mappings, 1) || GROW(p, functions, 1) ||
 	    GROW(p, locations, 1) || GROW(p, stacks, 1) || GROW(p, attrs, 1) ||
-	    GROW(p, processes, 1) || GROW(p, samples, 1))
+	    GROW(p, processes, 1) || GROW(p, samples, 1) || GROW(p, sets, 1) || GROW(p, links, 1))
 		goto nomem;
+	memset(&p->sets[0], 0, sizeof(p->sets[0]));
+	memset(&p->links[0], 0, sizeof(p->links[0]));
+	p->n_sets = p->n_links = 1;
 	memset(&p->strs[0], 0, sizeof(p->strs[0]));
 	p->strs[0].s = "";
 	memset(&p->mappings[0], 0, sizeof(p->mappings[0]));
@@ -870,6 +995,11 @@ void op_profile_free(struct op_profile *p)
 	free(p->h_attrs.slots);
 	free(p->processes);
 	free(p->h_processes.slots);
+	free(p->sets);
+	free(p->h_sets.slots);
+	free(p->set_attrs);
+	free(p->links);
+	free(p->h_links.slots);
 	free(p->samples);
 	free(p->h_samples.slots);
 	free(p->ev_sample);
@@ -883,7 +1013,8 @@ size_t op_profile_memory(const struct op_profile *p)
 {
 	const struct op_htab *h[] = { &p->h_strs,      &p->h_mappings, &p->h_functions,
 				      &p->h_locations, &p->h_stacks,   &p->h_attrs,
-				      &p->h_processes, &p->h_samples };
+				      &p->h_processes, &p->h_samples,  &p->h_sets,
+				      &p->h_links };
 	const struct op_arena_block *b;
 	size_t n = sizeof(*p);
 	size_t i;
@@ -900,6 +1031,9 @@ size_t op_profile_memory(const struct op_profile *p)
 	n += (size_t)p->cap_stacks * sizeof(*p->stacks);
 	n += (size_t)p->cap_stack_locs * sizeof(*p->stack_locs);
 	n += (size_t)p->cap_attrs * sizeof(*p->attrs);
+	n += (size_t)p->cap_sets * sizeof(*p->sets);
+	n += (size_t)p->cap_set_attrs * sizeof(*p->set_attrs);
+	n += (size_t)p->cap_links * sizeof(*p->links);
 	n += (size_t)p->cap_processes * sizeof(*p->processes);
 	n += (size_t)p->cap_samples * sizeof(*p->samples);
 	n += (size_t)p->cap_events * (sizeof(*p->ev_sample) + sizeof(*p->ev_ts));

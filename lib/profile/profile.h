@@ -93,13 +93,28 @@ uint32_t op_profile_location(struct op_profile *p, uint32_t mapping, uint64_t ad
 /* @locations: leaf first. */
 uint32_t op_profile_stack(struct op_profile *p, const uint32_t *locations, size_t n);
 
+/* A string attribute or label. */
+struct op_kv {
+	const char *key;
+	const char *value;
+};
+
+/* Resource attributes of a process beyond its identity, at most. */
+#define OP_PROCESS_MAX_RESOURCE 32
+
 /* Per-process resource description; one per pid per profile. */
 struct op_process_desc {
 	int32_t pid;
 	const char *executable_name; /* comm of the thread-group leader or basename of exe */
 	const char *executable_path;
 	const char *container_id; /* NULL outside containers */
+	/* more resource attributes (service.name ...): OTLP resource, pprof sample labels */
+	const struct op_kv *resource;
+	size_t n_resource;
 };
+
+/* OTLP sample attribute key of a label (the upstream eBPF profiler's): prefix + label key. */
+#define OP_LABEL_ATTR_PREFIX "process.context.label."
 
 struct op_sample_desc {
 	uint32_t stack; /* from op_profile_stack() */
@@ -108,10 +123,17 @@ struct op_sample_desc {
 	const char *thread_name;
 	int32_t cpu;
 	uint64_t timestamp_ns; /* unix nanoseconds */
+	/* labels the thread published: pprof labels, OTLP attributes OP_LABEL_ATTR_PREFIX+key */
+	const struct op_kv *labels;
+	size_t n_labels;
+	/* the span the sample ran in (an OTLP link), both or neither */
+	const uint8_t *trace_id; /* 16 bytes */
+	const uint8_t *span_id;	 /* 8 bytes */
 };
 
 /*
- * Add one sample. Samples with equal (process, stack, tid, thread name, cpu) are merged:
+ * Add one sample. Samples with equal (process, stack, tid, thread name, cpu, labels, link)
+ * are merged:
  * their count grows and the timestamp is appended. Returns 0 or -ENOMEM.
  */
 int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *s);

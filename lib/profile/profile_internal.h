@@ -43,8 +43,9 @@ enum op_attr_kind {
 struct op_attr {
 	uint32_t key; /* string index */
 	uint32_t kind;
-	uint32_t str; /* OP_ATTR_STR: string index of the value */
-	int64_t num;  /* OP_ATTR_INT */
+	uint32_t str;	    /* OP_ATTR_STR: string index of the value */
+	int64_t num;	    /* OP_ATTR_INT */
+	uint32_t label_key; /* a label's key as pprof shows it (no OTLP prefix), else 0 */
 };
 
 #define OP_MAPPING_MAX_ATTRS 3
@@ -91,11 +92,24 @@ struct op_stack {
 	uint32_t n;
 };
 
+/* A deduplicated list of attribute indices (a sample's labels, a process's resource). */
+struct op_attrset {
+	uint32_t first; /* into op_profile.set_attrs */
+	uint32_t n;
+};
+
+/* A sample's link to a span. */
+struct op_link {
+	uint8_t trace_id[16];
+	uint8_t span_id[8];
+};
+
 struct op_process {
 	int32_t pid;
 	uint32_t exe_name; /* string indices; 0 = unknown */
 	uint32_t exe_path;
 	uint32_t container_id;
+	uint32_t resource;     /* attrset: more resource attributes, 0 = none */
 	uint32_t first_sample; /* encoders: scratch */
 	uint32_t n_samples;
 	uint64_t events;
@@ -111,6 +125,8 @@ struct op_psample {
 	int32_t cpu;
 	uint32_t count;
 	uint32_t attrs[OP_SAMPLE_ATTRS]; /* thread.name, thread.id, cpu.logical_number */
+	uint32_t labels;		 /* attrset of label attributes, 0 = none */
+	uint32_t link;			 /* links index, 0 = none */
 };
 
 /* Well-known strings, interned when the profile is created. */
@@ -184,6 +200,16 @@ struct op_profile {
 	uint32_t n_attrs, cap_attrs;
 	struct op_htab h_attrs;
 
+	struct op_attrset *sets;
+	uint32_t n_sets, cap_sets;
+	struct op_htab h_sets;
+	uint32_t *set_attrs;
+	uint32_t n_set_attrs, cap_set_attrs;
+
+	struct op_link *links;
+	uint32_t n_links, cap_links;
+	struct op_htab h_links;
+
 	struct op_process *processes;
 	uint32_t n_processes, cap_processes;
 	struct op_htab h_processes;
@@ -209,6 +235,8 @@ static inline const char *op_profile_str(const struct op_profile *p, uint32_t id
 uint32_t op_profile_attr_str(struct op_profile *p, uint32_t key, uint32_t value);
 uint32_t op_profile_attr_int(struct op_profile *p, uint32_t key, int64_t value);
 const char *op_frame_type_name(enum op_frame_type t);
+/* Intern a list of @n attribute indices as a set (0 for n == 0); OP_PROFILE_ERR on error. */
+uint32_t op_profile_attrset(struct op_profile *p, const uint32_t *attrs, size_t n);
 
 /*
  * Encoder view: samples grouped per process and each sample's timestamps made contiguous.

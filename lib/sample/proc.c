@@ -31,6 +31,7 @@ struct op_proctab {
 	struct proc_entry **buckets;
 	size_t nbuckets;
 	size_t n;
+	bool environ; /* read OpenTelemetry resource attributes from each environment */
 };
 
 static uint64_t now_mono_ns(void)
@@ -429,6 +430,7 @@ static void entry_free(struct proc_entry *e)
 	free(e->p.exe_path);
 	free(e->p.exe_name);
 	free(e->p.container_id);
+	op_resource_free(&e->p.resource);
 	free(e);
 }
 
@@ -446,6 +448,12 @@ void op_proctab_free(struct op_proctab *t)
 		}
 	free(t->buckets);
 	free(t);
+}
+
+void op_proctab_read_environ(struct op_proctab *t, bool on)
+{
+	if (t)
+		t->environ = on;
 }
 
 size_t op_proctab_count(const struct op_proctab *t)
@@ -477,6 +485,8 @@ struct op_proc *op_proctab_get(struct op_proctab *t, int pid)
 	}
 	set_exe(&e->p, read_exe(pid));
 	e->p.container_id = read_container_id(pid);
+	if (t->environ)
+		op_resource_read(pid, &e->p.resource); /* unreadable: no attributes, not an error */
 	e->p.loaded_ns = now_mono_ns();
 	if (t->n >= t->nbuckets)
 		grow(t);
@@ -549,6 +559,15 @@ int op_proctab_refresh(struct op_proctab *t, int pid, bool force)
 		if (cid) {
 			free(e->p.container_id);
 			e->p.container_id = cid;
+		}
+		if (t->environ) {
+			struct op_resource r;
+
+			/* exec may set a new environment; keep the old one if it is gone */
+			if (op_resource_read(pid, &r) == 0) {
+				op_resource_free(&e->p.resource);
+				e->p.resource = r;
+			}
 		}
 	}
 	return 0;

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sample/environ.h"
+
 struct op_file;
 struct op_filecache;
 
@@ -40,10 +42,11 @@ struct op_vma {
 struct op_proc {
 	int pid;
 	char comm[16];
-	char *exe_path;	     /* readlink /proc/PID/exe, or NULL */
-	char *exe_name;	     /* basename of exe_path, else comm */
-	char *container_id;  /* from /proc/PID/cgroup, or NULL */
-	struct op_vma *vmas; /* executable mappings, sorted by start */
+	char *exe_path;		     /* readlink /proc/PID/exe, or NULL */
+	char *exe_name;		     /* basename of exe_path, else comm */
+	char *container_id;	     /* from /proc/PID/cgroup, or NULL */
+	struct op_resource resource; /* OTEL_SERVICE_NAME etc. (op_proctab_read_environ) */
+	struct op_vma *vmas;	     /* executable mappings, sorted by start */
 	size_t n_vmas;
 	uint64_t loaded_ns; /* CLOCK_MONOTONIC of the last read */
 	uint64_t exited_ns; /* 0 while alive */
@@ -52,6 +55,8 @@ struct op_proc {
 struct op_proctab;
 
 struct op_proctab *op_proctab_new(struct op_filecache *files);
+/* Read each process's OpenTelemetry resource attributes from its environment (default off). */
+void op_proctab_read_environ(struct op_proctab *t, bool on);
 void op_proctab_free(struct op_proctab *t);
 
 /* The tracked process @pid, read from /proc on first sight; NULL if it never could be read. */

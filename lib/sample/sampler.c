@@ -120,6 +120,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 		goto fail;
 	}
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
+	s->skel->rodata->labels_enabled = opts->labels;
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());

@@ -18,6 +18,7 @@ typedef void (*op_event_fn)(void *ctx, const void *data, size_t size);
 struct op_sampler_opts {
 	unsigned int frequency_hz;
 	bool kernel_stacks;
+	bool labels; /* read the labels threads publish (bpf/sample/labels.bpf.h) */
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;

@@ -18,6 +18,7 @@
 #ifndef OTELPROF_RUNTIME_H
 #define OTELPROF_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,7 @@ struct op_runtime_frame {
 struct op_runtime {
 	const char *name; /* the `tracers` name of the upstream receiver: "python", "v8", ... */
 	uint8_t kind;	  /* enum op_runtime_kind: its BPF program slot and frame tag */
+	bool no_unwinder; /* watches processes only (attach/detach): no BPF unwinder, no frames */
 	void *ctx;
 	/*
 	 * The process's mappings were (re)read: detect the runtime, fill its BPF state for the

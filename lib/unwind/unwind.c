@@ -688,6 +688,10 @@ int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt)
 
 	if (!u || !rt || !rt->kind || rt->kind >= OP_RUNTIME_MAX || !rt->attach || !rt->detach)
 		return -EINVAL;
+	if (rt->no_unwinder) {
+		u->runtimes[rt->kind] = rt;
+		return 0;
+	}
 	obj = u->skel->obj;
 	/* every chain's tail-call array gets the runtime's program for that chain */
 	bpf_object__for_each_map (map, obj) {

@@ -10,7 +10,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -57,6 +57,21 @@ printf '%s\n' \
 	>"$dir/maps/handmade"
 printf '0::/system.slice/docker-%s.scope\n' \
 	0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef >"$dir/maps/cgroup.docker"
+
+# environments of live processes, a Go binary's .go.buildinfo, ids in labels
+for p in /proc/self /proc/$$; do
+	cp "$p/environ" "$dir/labels/environ.${p##*/}" 2>/dev/null || true
+done
+printf 'A=1\0OTEL_RESOURCE_ATTRIBUTES=service.name=a,team=b%%20c,x=%%zz\0OTEL_SERVICE_NAME=svc\0' \
+	>"$dir/labels/environ.otel"
+printf 'trace_id\0000af7651916cd43dd8448eb211c80319c' >"$dir/labels/trace"
+printf 'span id\00012345' >"$dir/labels/span.decimal"
+if command -v go >/dev/null; then
+	gb=$(mktemp -d)
+	(cd "$(dirname "$0")/../runtime/golabels" && GOWORK=off go build -o "$gb/gl" . 2>/dev/null) &&
+		objcopy -O binary --only-section=.go.buildinfo "$gb/gl" "$dir/labels/buildinfo" 2>/dev/null || true
+	rm -rf "$gb"
+fi
 
 # inputs that once crashed a target (tests/fuzz/regressions/TARGET/NAME): run on every start
 here=$(cd "$(dirname "$0")" && pwd)

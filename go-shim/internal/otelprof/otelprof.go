@@ -41,6 +41,10 @@ type Options struct {
 	NoSymbolize bool
 	// FramePointers walks user stacks with frame pointers only (OTELPROF_F_FRAME_POINTERS).
 	FramePointers bool
+	// NoLabels leaves thread labels unread and samples unlinked (OTELPROF_F_NO_LABELS).
+	NoLabels bool
+	// NoEnvResource leaves processes' OTEL_* environment unread (OTELPROF_F_NO_ENV_RESOURCE).
+	NoEnvResource bool
 	// RingBufferBytes sizes the BPF ring buffer (power of two >= 64 KiB; 0 = 1 MiB per
 	// online CPU, from 1 to 4 MiB).
 	RingBufferBytes int

@@ -94,6 +94,12 @@ func Open(opts Options) (*Profiler, error) {
 	if opts.NoSymbolize {
 		o.flags |= C.OTELPROF_F_NO_SYMBOLIZE
 	}
+	if opts.NoLabels {
+		o.flags |= C.OTELPROF_F_NO_LABELS
+	}
+	if opts.NoEnvResource {
+		o.flags |= C.OTELPROF_F_NO_ENV_RESOURCE
+	}
 	if opts.FramePointers {
 		o.flags |= C.OTELPROF_F_FRAME_POINTERS
 	}

@@ -1,0 +1,3 @@
+fn main() {
+    custom_labels::build::emit_build_instructions();
+}

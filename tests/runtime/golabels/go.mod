@@ -1,0 +1,3 @@
+module otelprof/tests/runtime/golabels
+
+go 1.21
