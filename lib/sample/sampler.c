@@ -23,6 +23,7 @@ struct op_sampler {
 	struct bpf_link **perf_links;
 	int n_cpus; /* possible CPUs: index space of perf_fds */
 	bool attached;
+	struct bpf_link *offcpu_link; /* sched_switch, while attached with off-CPU on */
 };
 
 /*
@@ -85,6 +86,33 @@ static int set_unwind_procs(struct sampler_bpf *skel)
 	return bpf_map__set_max_entries(skel->maps.unwind_procs, (__u32)n);
 }
 
+/*
+ * Off-CPU (bpf/sample/offcpu.bpf.h): its threshold, and which programs load and attach. The
+ * walk's continuations and the runtimes' unwinders are reached by tail calls only, never
+ * attached; the sched_switch chain (every program whose name ends in "_sched") and
+ * on_sched_switch itself are not even loaded when off-CPU is off, which saves their
+ * verification at start.
+ */
+static void set_offcpu(struct sampler_bpf *skel, double p)
+{
+	struct bpf_program *prog;
+
+	skel->rodata->offcpu_threshold = p >= 1.0 ? UINT32_MAX : (__u32)(p * (double)UINT32_MAX);
+	bpf_object__for_each_program(prog, skel->obj)
+	{
+		const char *name = bpf_program__name(prog);
+		size_t len = strlen(name);
+
+		if (!strncmp(name, "unwind_", 7) || !strcmp(name, "on_sched_switch"))
+			bpf_program__set_autoattach(prog, false);
+		if (p <= 0 && (!strcmp(name, "on_sched_switch") ||
+			       (len > 6 && !strcmp(name + len - 6, "_sched"))))
+			bpf_program__set_autoload(prog, false);
+	}
+	if (p <= 0)
+		bpf_map__set_max_entries(skel->maps.offcpu_start, 1);
+}
+
 int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 {
 	struct op_sampler *s;
@@ -121,6 +149,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	}
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->labels_enabled = opts->labels;
+	set_offcpu(s->skel, opts->off_cpu_threshold);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
@@ -264,6 +293,16 @@ int op_sampler_attach(struct op_sampler *s)
 		attached++;
 	}
 	op_debug("sampling %d CPUs at %u Hz", attached, s->opts.frequency_hz);
+	if (s->opts.off_cpu_threshold > 0) {
+		s->offcpu_link = bpf_program__attach(s->skel->progs.on_sched_switch);
+		if (!s->offcpu_link) {
+			err = -errno;
+			op_err("cannot attach the off-CPU sampler to sched_switch: %s",
+			       strerror(-err));
+			err = -OTELPROF_ERR_PERF_EVENT;
+			goto out;
+		}
+	}
 	s->attached = true;
 	err = 0;
 out:
@@ -284,6 +323,8 @@ void op_sampler_detach(struct op_sampler *s)
 			close(s->perf_fds[cpu]);
 		s->perf_fds[cpu] = -1;
 	}
+	bpf_link__destroy(s->offcpu_link);
+	s->offcpu_link = NULL;
 	s->attached = false;
 }
 
