@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/unwind/tables.h"
 #include "util/log.h"
 #include "sample/sampler.h"
 #include "sampler.skel.h"
@@ -98,8 +99,7 @@ static void set_offcpu(struct sampler_bpf *skel, double p)
 	struct bpf_program *prog;
 
 	skel->rodata->offcpu_threshold = p >= 1.0 ? UINT32_MAX : (__u32)(p * (double)UINT32_MAX);
-	bpf_object__for_each_program(prog, skel->obj)
-	{
+	bpf_object__for_each_program (prog, skel->obj) {
 		const char *name = bpf_program__name(prog);
 		size_t len = strlen(name);
 
@@ -111,6 +111,49 @@ static void set_offcpu(struct sampler_bpf *skel, double p)
 	}
 	if (p <= 0)
 		bpf_map__set_max_entries(skel->maps.offcpu_start, 1);
+}
+
+/*
+ * Every loaded walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h) gets its
+ * continuations: unwind_native_<chain> and unwind_interp_<chain>. A chain that is off was not
+ * loaded and is left empty.
+ */
+static int fill_chains(struct sampler_bpf *skel)
+{
+	static const struct {
+		const char *fmt;
+		__u32 slot;
+	} conts[] = { { "unwind_native_%.*s", OP_CHAIN_NATIVE },
+		      { "unwind_interp_%.*s", OP_CHAIN_INTERP } };
+	struct bpf_map *map;
+
+	bpf_object__for_each_map (map, skel->obj) {
+		const char *name = bpf_map__name(map);
+		size_t len = strlen(name);
+
+		if (bpf_map__type(map) != BPF_MAP_TYPE_PROG_ARRAY || len < 6 ||
+		    strcmp(name + len - 6, "_progs"))
+			continue;
+		for (size_t i = 0; i < sizeof(conts) / sizeof(conts[0]); i++) {
+			struct bpf_program *prog;
+			char pname[128];
+			int fd;
+
+			snprintf(pname, sizeof(pname), conts[i].fmt, (int)(len - 6), name);
+			prog = bpf_object__find_program_by_name(skel->obj, pname);
+			fd = prog ? bpf_program__fd(prog) : -1;
+			if (fd < 0)
+				continue; /* the chain is off */
+			if (bpf_map_update_elem(bpf_map__fd(map), &conts[i].slot, &fd, BPF_ANY)) {
+				int err = -errno;
+
+				op_err("cannot set up the stack walk (%s): %s", pname,
+				       strerror(-err));
+				return -OTELPROF_ERR_BPF_LOAD;
+			}
+		}
+	}
+	return 0;
 }
 
 int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
@@ -177,6 +220,9 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
 		goto fail;
 	}
+	err = fill_chains(s->skel);
+	if (err)
+		goto fail;
 	for (size_t i = 0; i < opts->pid_cnt; i++) {
 		__u32 pid = opts->pids[i];
 		__u8 one = 1;
