@@ -19,6 +19,7 @@
 #include "types.h"
 #include "otelprof.h"
 #include "sample/record.bpf.h"
+#include "sample/offcpu.bpf.h"
 #include "unwind/fp.bpf.h"
 #include "unwind/native.bpf.h"
 #include "unwind/runtime.bpf.h"
@@ -84,6 +85,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->flags = sampled_user_mode(ctx) ? 0 : OP_TRACE_KERNEL_MODE;
 	t->unwind_error = OTELPROF_UNWIND_OK;
 	t->origin = OP_ORIGIN_CPU;
+	t->state = OP_STATE_NONE;
 	t->value = 1;
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
 
@@ -112,6 +114,72 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS;
 	}
 	return submit_trace(t, refresh);
+}
+
+OP_UNWIND_CHAIN(sched, "tp_btf/sched_switch", OP_CHAIN_SCHED)
+
+/*
+ * Off-CPU (sample/offcpu.bpf.h): the thread coming in ends its sampled interval; the thread
+ * going out (current) may start one, and then its stack is taken now, where it blocks.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 chain = OP_CHAIN_SCHED;
+	__u64 now = bpf_ktime_get_ns();
+	struct pt_regs *kregs, uregs;
+	struct op_unwind_proc *proc;
+	struct user_regs regs;
+	struct op_trace *t;
+	long n;
+
+	offcpu_switch_in(next);
+	if (!offcpu_sample_out(prev, now))
+		return 0;
+	t = bpf_map_lookup_elem(&scratch, &chain);
+	if (!t)
+		return 0;
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = BPF_CORE_READ(prev, tgid);
+	t->tid = BPF_CORE_READ(prev, pid);
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = now;
+	t->flags = OP_TRACE_KERNEL_MODE | OP_TRACE_OFFCPU_PENDING;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->origin = OP_ORIGIN_OFF_CPU;
+	t->state = offcpu_state(preempt, prev_state);
+	t->value = 0;
+	BPF_CORE_READ_STR_INTO(&t->comm, prev, comm);
+	t->n_kernel = 0;
+	if (kernel_stacks) {
+		n = bpf_get_stack(ctx, t->frames, OP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (n > 0)
+			t->n_kernel = n / sizeof(__u64);
+	}
+	t->n_user = 0;
+	read_labels(t, prev);
+	kregs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!BPF_CORE_READ(prev, mm) || !kregs ||
+	    bpf_probe_read_kernel(&uregs, sizeof(uregs), kregs)) {
+		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS; /* a kernel thread */
+		return submit_trace(t, false);
+	}
+	proc = bpf_map_lookup_elem(&unwind_procs, &t->hdr.pid);
+	if (proc) {
+		struct walk_ctx w = { .t = t, .proc = proc };
+
+		w.s = unwind_begin(t, OP_CHAIN_SCHED);
+		if (w.s) {
+			unwind_leaf_regs_pt(w.s, &uregs);
+			return walk_and_submit(ctx, &sched_progs, &w);
+		}
+	}
+	regs.ip = uregs.ip;
+	regs.sp = uregs.sp;
+	regs.bp = uregs.bp;
+	t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
+	return submit_trace(t, true);
 }
 
 static __always_inline void send_proc_event(__u32 type, struct task_struct *task)

@@ -60,7 +60,22 @@ enum op_event_type {
 	OP_EV_TRACE = 1,
 	OP_EV_EXEC = 2,
 	OP_EV_EXIT = 3,
+	OP_EV_OFFCPU_END = 4, /* struct op_offcpu_end: a thread that left the CPU is back */
 };
+
+/*
+ * Off-CPU: the state a thread left the CPU in (op_trace.state), from sched_switch's
+ * prev_state and preempt.
+ */
+enum op_thread_state {
+	OP_STATE_NONE = 0,
+	OP_STATE_SLEEPING = 1,	      /* TASK_INTERRUPTIBLE: a sleep, a wait for I/O or a lock */
+	OP_STATE_UNINTERRUPTIBLE = 2, /* TASK_UNINTERRUPTIBLE (D): disk I/O, page faults, ... */
+	OP_STATE_PREEMPTED = 3,	      /* still runnable: the scheduler gave its CPU away */
+	OP_STATE_STOPPED = 4,	      /* stopped or traced */
+	OP_STATE_OTHER = 5,
+};
+
 
 /*
  * Labels a thread publishes for the profiler (Go pprof labels, the custom-labels TLS ABI),
@@ -126,6 +141,7 @@ struct op_label_proc {
 /* op_trace.flags */
 #define OP_TRACE_USER_TRUNCATED (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
 #define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
+#define OP_TRACE_OFFCPU_PENDING (1u << 2) /* off-CPU: its duration comes in an op_offcpu_end */
 
 /* Indices of the per-CPU counters map (sampler.bpf.c `counters`). */
 enum op_counter {
@@ -133,6 +149,9 @@ enum op_counter {
 	OP_CNT_LOST = 1,	 /* ring buffer full */
 	OP_CNT_FILTERED = 2,	 /* not a target pid */
 	OP_CNT_IDLE = 3,	 /* idle task (pid 0) skipped */
+	OP_CNT_OFFCPU_OUT = 4,	 /* off-CPU: switch-outs sampled (stack taken) */
+	OP_CNT_OFFCPU_IN = 5,	 /* off-CPU: sampled threads switched in again (interval sent) */
+	OP_CNT_OFFCPU_FULL = 6,	 /* off-CPU: a sampled switch-out found no room to note its time */
 	OP_CNT_UNWIND_BASE = 16, /* + enum otelprof_unwind_error */
 	OP_CNT_MAX = 32,
 };
@@ -140,6 +159,19 @@ enum op_counter {
 struct op_event_hdr {
 	__u32 type; /* enum op_event_type */
 	__u32 pid;  /* thread-group id */
+};
+
+/*
+ * An off-CPU interval ends: the thread @tid of @hdr.pid is switched in again, @ns after it
+ * left the CPU. Its stack was sent when it left, in a trace with origin OP_ORIGIN_OFF_CPU and
+ * OP_TRACE_OFFCPU_PENDING; user space pairs the two by tid.
+ */
+struct op_offcpu_end {
+	struct op_event_hdr hdr;
+	__u32 tid;
+	__u32 cpu;
+	__u64 ktime_ns; /* when it was switched in */
+	__u64 ns;	/* how long it was off the CPU */
 };
 
 /*
@@ -158,7 +190,7 @@ struct op_trace {
 	__u32 flags;	    /* OP_TRACE_* */
 	__u32 unwind_error; /* enum otelprof_unwind_error */
 	__u8 origin;	    /* enum op_trace_origin */
-	__u8 pad;
+	__u8 state;	    /* off-CPU: enum op_thread_state */
 	__u16 ctx_len; /* bytes of struct op_labels sent right after the frames, 0: none */
 	__u64 value;   /* see enum op_trace_origin */
 	__u8 comm[OP_COMM_LEN];

@@ -149,6 +149,14 @@ struct otelprof_opts {
 	 * from 1 to 4 MiB. It counts twice in resident memory (mapped twice).
 	 */
 	size_t ringbuf_bytes;
+	/*
+	 * Off-CPU profiling (callers whose @sz ends before this field do not set it): the
+	 * probability, 0..1, that an interval a thread spends off the CPU is recorded - the
+	 * upstream receiver's off_cpu_threshold. 0 = off (the default). Recorded intervals carry
+	 * their stack where the thread left the CPU, the state it left in and their length,
+	 * weighted by 1/probability so that sums estimate the whole off-CPU time.
+	 */
+	double off_cpu_threshold;
 };
 
 #define OTELPROF_OPTS_INIT                         \
@@ -247,6 +255,13 @@ struct otelprof_stats {
 	 */
 	uint64_t unwind_procs_full;
 	uint64_t unwind_tables_full;
+	/*
+	 * Off-CPU: intervals recorded (stack and length paired), and stacks whose interval never
+	 * ended in view (the waiting-thread map evicted it, a record was lost, or it still waits
+	 * at the end of a recording beyond the pairing bound).
+	 */
+	uint64_t off_cpu_intervals;
+	uint64_t off_cpu_unpaired;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

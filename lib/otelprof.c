@@ -29,6 +29,19 @@
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
+/*
+ * Off-CPU stacks sent when a thread left the CPU, waiting for the record that says how long it
+ * was away: one slot per tid (a thread waits once at a time), direct-mapped; a stack whose
+ * slot is taken by another thread's, or whose end never comes, is counted unpaired.
+ */
+#define OFFCPU_PENDING_SLOTS 8192
+
+struct offcpu_pending {
+	uint32_t tid; /* 0: free */
+	uint32_t size;
+	struct op_trace *rec;
+};
+
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
 #define MAX_PENDING_SAMPLES (4u << 20)
 /* How long an exited process stays resolvable for samples still in flight. */
@@ -87,6 +100,9 @@ struct otelprof {
 	struct exec_snap *ghosts; /* exited before symbolization; under lock */
 	int64_t mono_to_unix_ns;  /* unix = monotonic + this */
 	struct otelprof_stats stats;
+
+	/* off-CPU stacks waiting for the end of their interval, by tid (under lock) */
+	struct offcpu_pending *pending;
 
 	pthread_mutex_t state_lock; /* serialises start/stop */
 	pthread_t reader;
@@ -262,6 +278,13 @@ defaults:
 	}
 	if (out->pid_cnt && !out->pids) {
 		op_err("invalid options: pid_cnt is %zu but pids is NULL", out->pid_cnt);
+		return -OTELPROF_ERR_OPTS;
+	}
+	/* NaN fails both comparisons: the !(in range) form refuses it too */
+	if (!(out->off_cpu_threshold >= 0.0 && out->off_cpu_threshold <= 1.0)) {
+		op_err("invalid off_cpu_threshold %g: the probability that an off-CPU interval is "
+		       "recorded, 0 (off) to 1",
+		       out->off_cpu_threshold);
 		return -OTELPROF_ERR_OPTS;
 	}
 	if (out->pid_cnt > OP_MAX_TARGET_PIDS) {
@@ -447,6 +470,20 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				   file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
 }
 
+static const char *thread_state_name(unsigned int state)
+{
+	static const char *const names[] = {
+		[OP_STATE_NONE] = NULL,
+		[OP_STATE_SLEEPING] = "sleeping",
+		[OP_STATE_UNINTERRUPTIBLE] = "uninterruptible",
+		[OP_STATE_PREEMPTED] = "preempted",
+		[OP_STATE_STOPPED] = "stopped",
+		[OP_STATE_OTHER] = "other",
+	};
+
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "other";
+}
+
 static enum op_frame_type runtime_frame_type(unsigned int kind)
 {
 	switch (kind) {
@@ -458,6 +495,27 @@ static enum op_frame_type runtime_frame_type(unsigned int kind)
 		return OP_FRAME_HOTSPOT;
 	}
 	return OP_FRAME_NATIVE;
+}
+
+/*
+ * The first kernel frame of @t to show. An off-CPU stack is taken by the sched_switch
+ * program, whose own frames (the BPF program, the tracepoint's bpf_trace_run*) lead it:
+ * the stack starts at __schedule, where the thread left the CPU.
+ */
+static size_t off_cpu_kernel_start(struct otelprof *p, const struct op_trace *t)
+{
+	size_t i = 0;
+
+	if (t->origin != OP_ORIGIN_OFF_CPU || !p->ksyms)
+		return 0;
+	for (; i < t->n_kernel && i < 4; i++) {
+		const char *module = NULL, *sym = op_ksyms_resolve(p->ksyms, t->frames[i], &module);
+
+		if (!sym || (strncmp(sym, "bpf_prog_", 9) && strncmp(sym, "bpf_trace_run", 13) &&
+			     strncmp(sym, "__bpf_trace_", 12)))
+			break;
+	}
+	return i;
 }
 
 /* One frame of a language runtime (two trace slots: @payload of the tagged one, @data). */
@@ -616,7 +674,7 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 	if (!proc && nu)
 		proc = op_proctab_get(p->procs, t->hdr.pid);
 
-	for (size_t i = 0; i < nk; i++)
+	for (size_t i = off_cpu_kernel_start(p, t); i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
 	for (size_t i = 0; i < nu; i++) {
 		uint64_t slot = t->frames[nk + i];
@@ -667,6 +725,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.tid = t->tid,
 		.thread_name = thread,
 		.cpu = t->cpu,
+		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU : OP_SAMPLE_CPU,
+		.value = (int64_t)t->value,
+		.thread_state = t->origin == OP_ORIGIN_OFF_CPU ? thread_state_name(t->state) : NULL,
 		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
 		.labels = tl.kv,
 		.n_labels = tl.n,
@@ -675,8 +736,70 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 	};
 	if (op_profile_add_sample(p->profile, &sd))
 		p->stats.dropped++;
+	else if (sd.kind == OP_SAMPLE_OFF_CPU)
+		p->stats.off_cpu_intervals++;
 	else
 		p->stats.samples++;
+}
+
+/* Keep an off-CPU stack until its interval ends (struct offcpu_pending). Under lock. */
+static void offcpu_stash(struct otelprof *p, const struct op_trace *t, size_t size)
+{
+	struct offcpu_pending *slot;
+	struct op_trace *copy;
+
+	if (!p->pending) {
+		p->pending = calloc(OFFCPU_PENDING_SLOTS, sizeof(*p->pending));
+		if (!p->pending) {
+			p->stats.off_cpu_unpaired++;
+			return;
+		}
+	}
+	slot = &p->pending[t->tid % OFFCPU_PENDING_SLOTS];
+	if (slot->tid) {
+		/* another stack of this thread (its end was lost) or of a thread in the same slot */
+		p->stats.off_cpu_unpaired++;
+		free(slot->rec);
+		slot->tid = 0;
+	}
+	copy = malloc(size);
+	if (!copy) {
+		p->stats.off_cpu_unpaired++;
+		return;
+	}
+	memcpy(copy, t, size);
+	*slot = (struct offcpu_pending){ t->tid, (uint32_t)size, copy };
+}
+
+/* An interval ended: its stack becomes a sample weighted by its length. Under lock. */
+static void offcpu_end(struct otelprof *p, const struct op_offcpu_end *e)
+{
+	struct offcpu_pending *slot = p->pending ? &p->pending[e->tid % OFFCPU_PENDING_SLOTS] : NULL;
+	struct op_trace *t;
+	double ns;
+
+	if (!slot || slot->tid != e->tid || slot->rec->hdr.pid != e->hdr.pid)
+		return; /* its stack was not kept (counted when it was dropped) */
+	t = slot->rec;
+	/* the sample's time is its end, as the upstream profiler's; weighted to estimate all */
+	t->ktime_ns = e->ktime_ns;
+	ns = (double)e->ns;
+	if (p->opts.off_cpu_threshold > 0 && p->opts.off_cpu_threshold < 1)
+		ns /= p->opts.off_cpu_threshold;
+	t->value = (uint64_t)ns;
+	t->flags &= ~OP_TRACE_OFFCPU_PENDING;
+	handle_trace(p, t, slot->size);
+	free(slot->rec);
+	slot->tid = 0;
+	slot->rec = NULL;
+}
+
+static void offcpu_free(struct otelprof *p)
+{
+	for (size_t i = 0; p->pending && i < OFFCPU_PENDING_SLOTS; i++)
+		free(p->pending[i].rec);
+	free(p->pending);
+	p->pending = NULL;
 }
 
 #define QUEUE_ALIGN(n) (((n) + 7) & ~(size_t)7)
@@ -744,7 +867,12 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		p->stats.dropped++;
 		return;
 	}
-	if (h->type == OP_EV_EXIT) {
+	if (h->type == OP_EV_OFFCPU_END && size >= sizeof(struct op_offcpu_end)) {
+		offcpu_end(p, data);
+	} else if (h->type == OP_EV_TRACE && size >= OP_TRACE_HDR_SIZE &&
+		   (((const struct op_trace *)data)->flags & OP_TRACE_OFFCPU_PENDING)) {
+		offcpu_stash(p, data, size);
+	} else if (h->type == OP_EV_EXIT) {
 		ghost_drop(p, (int)h->pid);
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
 	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
@@ -932,6 +1060,10 @@ static void on_event(void *ctx, const void *data, size_t size)
 		if (size >= sizeof(struct op_proc_event))
 			on_exec(p, data);
 		break;
+	case OP_EV_OFFCPU_END:
+		if (size >= sizeof(struct op_offcpu_end))
+			enqueue(p, data, sizeof(struct op_offcpu_end));
+		break;
 	case OP_EV_EXIT:
 		pthread_mutex_lock(&p->u_lock);
 		op_unwinder_on_exit(p->unwinder, h->pid);
@@ -1068,6 +1200,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.frequency_hz = p->opts.frequency_hz;
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
 	so.labels = !(p->flags & OTELPROF_F_NO_LABELS);
+	so.off_cpu_threshold = p->opts.off_cpu_threshold;
 	so.pids = p->opts.pids;
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;
@@ -1155,6 +1288,10 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		op_sampler_drain(p->sampler);
 		pthread_mutex_lock(&p->lock);
 		queue_flush(p);
+		/* threads still off the CPU now: their interval has no end in this recording */
+		for (size_t i = 0; p->pending && i < OFFCPU_PENDING_SLOTS; i++)
+			p->stats.off_cpu_unpaired += p->pending[i].tid != 0;
+		offcpu_free(p);
 		pthread_mutex_unlock(&p->lock);
 		p->started = false;
 	}
@@ -1254,6 +1391,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_unwinder_free(p->unwinder);
 	runtimes_close(p);
 	op_sampler_close(p->sampler);
+	offcpu_free(p);
 	op_profile_free(p->profile);
 	while (p->ghosts) {
 		struct exec_snap *g = p->ghosts;

@@ -106,13 +106,6 @@ struct {
 #define OP_STEP_ONLY_RECORD  2 /* a runtime declined it: record it as native, do not dispatch */
 #define OP_STEP_ONLY_PENDING 3 /* an interpreter loop frame with queued frames still to take */
 
-/*
- * Slots of a chain's tail-call array: 0 continues the native walk, k in [1, OP_RUNTIME_MAX) is
- * runtime k, OP_CHAIN_INTERP the native walk that hands out queued interpreter frames.
- */
-#define OP_CHAIN_NATIVE 0
-#define OP_CHAIN_INTERP OP_RUNTIME_MAX
-
 /* The one place that tail-calls: counts, and refuses before the kernel's limit would. */
 static __always_inline void unwind_tail_call(void *ctx, void *progs, struct unwind_scratch *s,
 					     __u32 slot)
@@ -520,34 +513,29 @@ static __always_inline int unwind_continue(void *ctx, void *progs, __u32 chain, 
 }
 
 /*
- * Declares a chain: its tail-call array (slot 0 the native continuation, program
- * unwind_native_<name>; slot k runtime k's program unwind_<runtime>_<name>, put there by
- * lib/unwind/unwind.c when that runtime is enabled) and the native continuation, of program
- * type @sec. Programs of the chain reach the array as <name>_progs.
+ * Declares a chain: its tail-call array (bpf/unwind/tables.h; slot OP_CHAIN_NATIVE the native
+ * continuation, program unwind_native_<name>, OP_CHAIN_INTERP unwind_interp_<name>, both put there
+ * by lib/sample/sampler.c once loaded; slot k runtime k's program unwind_<runtime>_<name>, put
+ * there by lib/unwind/unwind.c when that runtime is enabled) and its continuations, of program
+ * type @sec. Programs of the chain reach the array as <name>_progs. The array is filled from
+ * user space, not statically, because a chain that is off is not loaded at all.
  */
-#define OP_UNWIND_CHAIN(name, sec, chain_id)                                        \
-	int unwind_native_##name(void *ctx);                                        \
-	int unwind_interp_##name(void *ctx);                                        \
-	struct {                                                                    \
-		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);                              \
-		__uint(max_entries, OP_CHAIN_INTERP + 1);                           \
-		__uint(key_size, sizeof(__u32));                                    \
-		__array(values, int(void *));                                       \
-	} name##_progs SEC(".maps") = {                                           \
-		.values = {                                                       \
-			[OP_CHAIN_NATIVE] = (void *)&unwind_native_##name,        \
-			[OP_CHAIN_INTERP] = (void *)&unwind_interp_##name,        \
-		},                                                                \
-	}; \
-	SEC(sec)                                                                    \
-	int unwind_native_##name(void *ctx)                                         \
-	{                                                                           \
-		return unwind_continue(ctx, &name##_progs, chain_id, false);        \
-	}                                                                           \
-	SEC(sec)                                                                    \
-	int unwind_interp_##name(void *ctx)                                         \
-	{                                                                           \
-		return unwind_continue(ctx, &name##_progs, chain_id, true);         \
+#define OP_UNWIND_CHAIN(name, sec, chain_id)                                 \
+	struct {                                                             \
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);                       \
+		__uint(max_entries, OP_CHAIN_INTERP + 1);                    \
+		__uint(key_size, sizeof(__u32));                             \
+		__uint(value_size, sizeof(__u32));                           \
+	} name##_progs SEC(".maps");                                         \
+	SEC(sec)                                                             \
+	int unwind_native_##name(void *ctx)                                  \
+	{                                                                    \
+		return unwind_continue(ctx, &name##_progs, chain_id, false); \
+	}                                                                    \
+	SEC(sec)                                                             \
+	int unwind_interp_##name(void *ctx)                                  \
+	{                                                                    \
+		return unwind_continue(ctx, &name##_progs, chain_id, true);  \
 	}
 
 #endif

@@ -13,6 +13,15 @@
 
 #if !defined(__VMLINUX_H__)
 #include <linux/types.h>
+/*
+ * Slots of a walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h): the native
+ * continuation, runtime k (enum op_runtime_kind, 1 .. OP_RUNTIME_MAX - 1), and the native walk
+ * that hands out queued interpreter frames. Filled by lib/sample/sampler.c and
+ * lib/unwind/unwind.c.
+ */
+#define OP_CHAIN_NATIVE 0
+#define OP_CHAIN_INTERP OP_RUNTIME_MAX
+
 #endif
 
 /* DWARF register numbers on x86_64. */
@@ -134,5 +143,14 @@ struct op_unwind_proc {
 /* Row lookups are bounded by this many halvings: enough for 2^OP_UNWIND_SEARCH_STEPS rows. */
 #define OP_UNWIND_SEARCH_STEPS	     22
 #define OP_UNWIND_MAX_ROWS_PER_TABLE (1u << OP_UNWIND_SEARCH_STEPS)
+
+/*
+ * Slots of a walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h): the native
+ * continuation, runtime k (enum op_runtime_kind, 1 .. OP_RUNTIME_MAX - 1), and the native walk
+ * that hands out queued interpreter frames. Filled by lib/sample/sampler.c and
+ * lib/unwind/unwind.c.
+ */
+#define OP_CHAIN_NATIVE 0
+#define OP_CHAIN_INTERP OP_RUNTIME_MAX
 
 #endif

@@ -71,8 +71,11 @@ type Config struct {
 	// fails the collector's start, `ignore` logs it and runs without this receiver's data.
 	ErrorMode ErrorMode `mapstructure:"error_mode"`
 
-	// OffCPUThreshold is accepted for compatibility with the upstream `profiling` receiver.
-	// otelprof samples on-CPU time only, so the only valid value is 0 (the default).
+	// OffCPUThreshold turns on off-CPU profiling, with the upstream `profiling` receiver's
+	// meaning: the probability, 0 to 1, that an interval a thread spends off the CPU is
+	// recorded (0, the default, is off). Recorded intervals are weighted by 1/probability.
+	// Off-CPU samples go in a profile of their own per process, sample type
+	// off_cpu/nanoseconds, each with the thread.state it left the CPU in.
 	OffCPUThreshold float64 `mapstructure:"off_cpu_threshold"`
 
 	// VerboseMode forwards the library's debug messages (and libbpf's) to the collector log
@@ -124,9 +127,9 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("error_mode: must be %q or %q, got %q",
 			ErrorModePropagate, ErrorModeIgnore, cfg.ErrorMode))
 	}
-	if cfg.OffCPUThreshold != 0 {
-		errs = append(errs, fmt.Errorf("off_cpu_threshold: off-CPU profiling is not supported "+
-			"by this receiver; remove the key or set it to 0, got %g", cfg.OffCPUThreshold))
+	if !(cfg.OffCPUThreshold >= 0 && cfg.OffCPUThreshold <= 1) {
+		errs = append(errs, fmt.Errorf("off_cpu_threshold: the probability that an off-CPU "+
+			"interval is recorded must be between 0 (off) and 1, got %g", cfg.OffCPUThreshold))
 	}
 	return errors.Join(errs...)
 }
@@ -142,5 +145,6 @@ func (cfg *Config) options() otelprof.Options {
 		NoEnvResource:   !cfg.EnvResource,
 		FramePointers:   cfg.FramePointersOnly,
 		RingBufferBytes: cfg.RingBufferBytes,
+		OffCPUThreshold: cfg.OffCPUThreshold,
 	}
 }

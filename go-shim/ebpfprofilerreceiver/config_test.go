@@ -79,7 +79,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"empty error mode", map[string]any{"error_mode": ""}, "error_mode"},
 		{"ring buffer not a power of two", map[string]any{"ring_buffer_bytes": 100000}, "ring_buffer_bytes"},
 		{"ring buffer too small", map[string]any{"ring_buffer_bytes": 4096}, "ring_buffer_bytes"},
-		{"off-cpu profiling", map[string]any{"off_cpu_threshold": 0.5}, "off_cpu_threshold"},
+		{"off-cpu probability above 1", map[string]any{"off_cpu_threshold": 1.5}, "off_cpu_threshold"},
+		{"off-cpu probability negative", map[string]any{"off_cpu_threshold": -0.1}, "off_cpu_threshold"},
 		{"unknown key", map[string]any{"sample_per_second": 20}, "sample_per_second"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

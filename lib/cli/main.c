@@ -66,6 +66,11 @@ static void usage_record(FILE *f)
 		"      --no-kernel        do not record kernel frames\n"
 		"      --no-symbolize     send addresses and build ids only (no function names)\n"
 		"      --frame-pointers   walk user stacks with frame pointers only (no CFI)\n"
+		"      --off-cpu[=P]      also record where threads wait off the CPU (sleeps, locks,\n"
+		"                         I/O, preemption): each interval off the CPU is recorded\n"
+		"                         with probability P (default 1), weighted by its length\n"
+		"                         (pprof sample type off_cpu; go tool pprof\n"
+		"                         -sample_index=off_cpu)\n"
 		"      --no-labels        do not read Go pprof labels or custom-labels TLS labels\n"
 		"                         (nor link samples to the spans they name)\n"
 		"      --no-env-resource  do not take service.name etc. from processes'\n"
@@ -145,6 +150,7 @@ static int cmd_record(int argc, char **argv)
 		{ "no-kernel", no_argument, NULL, 'K' },
 		{ "no-symbolize", no_argument, NULL, 'S' },
 		{ "frame-pointers", no_argument, NULL, 'P' },
+		{ "off-cpu", optional_argument, NULL, 'O' },
 		{ "no-labels", no_argument, NULL, 'L' },
 		{ "no-env-resource", no_argument, NULL, 'E' },
 		/* advanced, not in --help: BPF ring buffer bytes (tests of lost samples) */
@@ -218,6 +224,22 @@ static int cmd_record(int argc, char **argv)
 		case 'P':
 			opts.flags |= OTELPROF_F_FRAME_POINTERS;
 			break;
+		case 'O': {
+			char *end;
+
+			opts.off_cpu_threshold = 1.0;
+			if (optarg) {
+				errno = 0;
+				opts.off_cpu_threshold = strtod(optarg, &end);
+				if (errno || end == optarg || *end ||
+				    !(opts.off_cpu_threshold > 0 && opts.off_cpu_threshold <= 1))
+					return usage_error(
+						"invalid --off-cpu '%s': expected the probability that "
+						"an off-CPU interval is recorded, above 0 and at most 1",
+						optarg);
+			}
+			break;
+		}
 		case 'L':
 			opts.flags |= OTELPROF_F_NO_LABELS;
 			break;
@@ -317,6 +339,10 @@ static int cmd_record(int argc, char **argv)
 			prog, (unsigned long long)st.samples, (unsigned long long)st.lost,
 			(unsigned long long)st.dropped, (unsigned long long)st.processes,
 			strcmp(output, "-") ? output : "stdout");
+	if (verbosity >= OTELPROF_LOG_WARN && opts.off_cpu_threshold > 0)
+		fprintf(stderr, "%s: and %llu off-CPU intervals (%llu without their end)\n", prog,
+			(unsigned long long)st.off_cpu_intervals,
+			(unsigned long long)st.off_cpu_unpaired);
 	if (verbosity >= OTELPROF_LOG_WARN && (st.unwind_procs_full || st.unwind_tables_full))
 		fprintf(stderr,
 			"%s: unwinder maps full: %llu process and %llu table loads did not fit; "

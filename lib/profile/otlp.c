@@ -5,7 +5,10 @@
  * (pdata v1.70.0, pprofile v0.164.0) decodes it.
  *
  * Shape: one ProfilesDictionary shared by everything; one ResourceProfiles per process, one
- * ScopeProfiles in each (this library's name and version), one CPU Profile in that. Dictionary
+ * ScopeProfiles in each (this library's name and version), and in that one Profile per kind
+ * of sample the process has: CPU (samples/count, period cpu/nanoseconds) and off-CPU
+ * (off_cpu/nanoseconds, one value per event beside its timestamp, as the upstream profiler
+ * writes it). Dictionary
  * tables hold only what is referenced, each entry once, with the zero entry at index 0.
  *
  * Attribute values in the dictionary's attribute_table are plain string_value/int_value:
@@ -92,7 +95,7 @@ struct otlp_enc {
 	PbProfile *profiles;
 	PbProfile **profile_ptrs;
 	uint8_t *profile_ids;
-	PbValueType vt[2];
+	PbValueType vt[3]; /* samples/count, cpu/nanoseconds (period), off_cpu/nanoseconds */
 
 	TABLE(PbSample, samples);
 	int64_t *counts;
@@ -190,6 +193,12 @@ static void assign(struct otlp_enc *e)
 	/* the value types are referenced by the profiles: only when there is one */
 	for (i = OP_WK_SAMPLES; p->n_samples > 1 && i <= OP_WK_NANOSECONDS; i++)
 		op_remap_use(&e->strs, p->wk[i]);
+	for (i = 1; i < p->n_samples; i++) {
+		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU) {
+			op_remap_use(&e->strs, p->wk[OP_WK_OFF_CPU]);
+			break;
+		}
+	}
 	for (i = 0; i < p->n_samples - 1; i++) {
 		const struct op_psample *s = &p->samples[e->g.order[i]];
 
@@ -388,10 +397,52 @@ static void res_attr(PbKeyValue *kv, PbAnyValue *v, const char *key)
 	kv->value = v;
 }
 
+/* Sample @sidx of the profile into @ps. */
+static void build_sample(struct otlp_enc *e, PbSample *ps, uint32_t sidx)
+{
+	const struct op_profile *p = e->p;
+	const struct op_psample *s = &p->samples[sidx];
+	const struct op_attrset *ls = &p->sets[s->labels];
+	uint32_t t0 = e->g.ts_off[sidx], t1 = e->g.ts_off[sidx + 1], t, a;
+	bool all_ts = true;
+
+	PB(sample__init)(ps);
+	ps->stack_index = e->stacks.map[s->stack];
+	ps->attribute_indices = ints(e, OP_SAMPLE_ATTRS + ls->n);
+	for (a = 0; a < OP_SAMPLE_ATTRS && s->attrs[a]; a++)
+		ps->attribute_indices[a] = e->attrs.map[s->attrs[a]];
+	for (t = 0; t < ls->n; t++)
+		ps->attribute_indices[a++] = e->attrs.map[p->set_attrs[ls->first + t]];
+	ps->n_attribute_indices = a;
+	ps->link_index = e->links.map[s->link];
+	for (t = t0; t < t1; t++)
+		all_ts &= e->g.ts[t] != 0;
+	if (s->kind != OP_SAMPLE_CPU) {
+		/* one value per event, beside its timestamp (the upstream profiler's off-CPU) */
+		if (all_ts) {
+			ps->n_timestamps_unix_nano = t1 - t0;
+			ps->timestamps_unix_nano = &e->g.ts[t0];
+			ps->n_values = t1 - t0;
+			ps->values = &e->g.val[t0];
+		} else {
+			e->counts[sidx] = s->value;
+			ps->n_values = 1;
+			ps->values = &e->counts[sidx];
+		}
+	} else if (all_ts) {
+		ps->n_timestamps_unix_nano = t1 - t0;
+		ps->timestamps_unix_nano = &e->g.ts[t0];
+	} else {
+		e->counts[sidx] = s->count;
+		ps->n_values = 1;
+		ps->values = &e->counts[sidx];
+	}
+}
+
 static int build_resources(struct otlp_enc *e)
 {
 	const struct op_profile *p = e->p;
-	uint32_t n_proc = 0, i, j, k, si = 0;
+	uint32_t n_proc = 0, i, j, k, si = 0, np = 0, sp_first, kind;
 	uint64_t duration = op_profile_duration(p);
 
 	for (i = 1; i < p->n_processes; i++)
@@ -402,9 +453,9 @@ static int build_resources(struct otlp_enc *e)
 	e->res_values = calloc((size_t)n_proc * RES_ATTRS + 1, sizeof(*e->res_values));
 	e->sps = calloc(n_proc + 1, sizeof(*e->sps));
 	e->sp_ptrs = calloc(n_proc + 1, sizeof(*e->sp_ptrs));
-	e->profiles = calloc(n_proc + 1, sizeof(*e->profiles));
-	e->profile_ptrs = calloc(n_proc + 1, sizeof(*e->profile_ptrs));
-	e->profile_ids = calloc((size_t)n_proc + 1, PROFILE_ID_LEN);
+	e->profiles = calloc((size_t)n_proc * OP_SAMPLE_KINDS + 1, sizeof(*e->profiles));
+	e->profile_ptrs = calloc((size_t)n_proc * OP_SAMPLE_KINDS + 1, sizeof(*e->profile_ptrs));
+	e->profile_ids = calloc((size_t)n_proc * OP_SAMPLE_KINDS + 1, PROFILE_ID_LEN);
 	e->counts = calloc(p->n_samples, sizeof(*e->counts));
 	if (!e->resources || !e->res_kvs || !e->res_kv_ptrs || !e->res_values || !e->sps ||
 	    !e->sp_ptrs || !e->profiles || !e->profile_ptrs || !e->profile_ids || !e->counts ||
@@ -416,6 +467,9 @@ static int build_resources(struct otlp_enc *e)
 	e->scope.version = p->scope_version;
 	PB(value_type__init)(&e->vt[0]);
 	PB(value_type__init)(&e->vt[1]);
+	PB(value_type__init)(&e->vt[2]);
+	e->vt[2].type_strindex = e->strs.map[p->wk[OP_WK_OFF_CPU]];
+	e->vt[2].unit_strindex = e->strs.map[p->wk[OP_WK_NANOSECONDS]];
 	e->vt[0].type_strindex = e->strs.map[p->wk[OP_WK_SAMPLES]];
 	e->vt[0].unit_strindex = e->strs.map[p->wk[OP_WK_COUNT]];
 	e->vt[1].type_strindex = e->strs.map[p->wk[OP_WK_CPU]];
@@ -436,7 +490,6 @@ static int build_resources(struct otlp_enc *e)
 		rp = &e->rps[k];
 		res = &e->resources[k];
 		sp = &e->sps[k];
-		prof = &e->profiles[k];
 		kv = &e->res_kvs[(size_t)k * RES_ATTRS];
 		v = &e->res_values[(size_t)k * RES_ATTRS];
 
@@ -472,53 +525,38 @@ static int build_resources(struct otlp_enc *e)
 		res->n_attributes = na;
 		res->attributes = &e->res_kv_ptrs[(size_t)k * RES_ATTRS];
 
-		PB(profile__init)(prof);
-		prof->sample_type = &e->vt[0];
-		prof->period_type = &e->vt[1];
-		prof->period = (int64_t)p->opts.period_ns;
-		prof->time_unix_nano = p->opts.start_ns;
-		prof->duration_nano = duration;
-		random_id(&e->profile_ids[(size_t)k * PROFILE_ID_LEN]);
-		prof->profile_id.data = &e->profile_ids[(size_t)k * PROFILE_ID_LEN];
-		prof->profile_id.len = PROFILE_ID_LEN;
-		prof->n_samples = e->g.proc_n[i];
-		prof->samples = &e->samples_ptrs[si];
-		for (j = 0; j < e->g.proc_n[i]; j++, si++) {
-			uint32_t sidx = e->g.order[e->g.proc_first[i] + j];
-			const struct op_psample *s = &p->samples[sidx];
-			PbSample *ps = &e->samples[si];
-			const struct op_attrset *ls;
-			uint32_t t0 = e->g.ts_off[sidx], t1 = e->g.ts_off[sidx + 1], t, a;
-			bool all_ts = true;
+		sp_first = np;
+		for (kind = 0; kind < OP_SAMPLE_KINDS; kind++) {
+			uint32_t pk = i * OP_SAMPLE_KINDS + kind, first = e->g.pk_first[pk];
 
-			PB(sample__init)(ps);
-			ps->stack_index = e->stacks.map[s->stack];
-			ls = &p->sets[s->labels];
-			ps->attribute_indices = ints(e, OP_SAMPLE_ATTRS + ls->n);
-			for (a = 0; a < OP_SAMPLE_ATTRS && s->attrs[a]; a++)
-				ps->attribute_indices[a] = e->attrs.map[s->attrs[a]];
-			for (t = 0; t < ls->n; t++)
-				ps->attribute_indices[a++] =
-					e->attrs.map[p->set_attrs[ls->first + t]];
-			ps->n_attribute_indices = a;
-			ps->link_index = e->links.map[s->link];
-			for (t = t0; t < t1; t++)
-				all_ts &= e->g.ts[t] != 0;
-			if (all_ts) {
-				ps->n_timestamps_unix_nano = t1 - t0;
-				ps->timestamps_unix_nano = &e->g.ts[t0];
+			if (!e->g.pk_n[pk])
+				continue;
+			prof = &e->profiles[np];
+			PB(profile__init)(prof);
+			if (kind == OP_SAMPLE_OFF_CPU) {
+				/* the upstream profiler's off-CPU profile: values, no period */
+				prof->sample_type = &e->vt[2];
 			} else {
-				e->counts[sidx] = s->count;
-				ps->n_values = 1;
-				ps->values = &e->counts[sidx];
+				prof->sample_type = &e->vt[0];
+				prof->period_type = &e->vt[1];
+				prof->period = (int64_t)p->opts.period_ns;
 			}
+			prof->time_unix_nano = p->opts.start_ns;
+			prof->duration_nano = duration;
+			random_id(&e->profile_ids[(size_t)np * PROFILE_ID_LEN]);
+			prof->profile_id.data = &e->profile_ids[(size_t)np * PROFILE_ID_LEN];
+			prof->profile_id.len = PROFILE_ID_LEN;
+			prof->n_samples = e->g.pk_n[pk];
+			prof->samples = &e->samples_ptrs[si];
+			for (j = 0; j < e->g.pk_n[pk]; j++, si++)
+				build_sample(e, &e->samples[si], e->g.order[first + j]);
+			e->profile_ptrs[np++] = prof;
 		}
 
 		PB(scope_profiles__init)(sp);
 		sp->scope = &e->scope;
-		sp->n_profiles = 1;
-		sp->profiles = &e->profile_ptrs[k];
-		e->profile_ptrs[k] = prof;
+		sp->n_profiles = np - sp_first;
+		sp->profiles = &e->profile_ptrs[sp_first];
 		e->sp_ptrs[k] = sp;
 
 		PB(resource_profiles__init)(rp);

@@ -27,7 +27,7 @@ typedef Perftools__Profiles__Location PbLocation;
 typedef Perftools__Profiles__Line PbLine;
 typedef Perftools__Profiles__Function PbFunction;
 
-#define N_LABELS 5
+#define N_LABELS 6
 
 struct pprof_enc {
 	const struct op_profile *p;
@@ -35,8 +35,9 @@ struct pprof_enc {
 	struct op_remap locs, maps, funcs, strs;
 
 	PbProfile prof;
-	PbValueType vt[3];
-	PbValueType *vt_ptrs[2];
+	PbValueType vt[4];
+	PbValueType *vt_ptrs[3];
+	size_t n_types; /* samples, cpu; and off_cpu when there is off-CPU time */
 	PbSample *samples;
 	PbSample **sample_ptrs;
 	PbLabel *labels;
@@ -184,7 +185,11 @@ static int build(struct pprof_enc *e)
 	e->labels = calloc(n_labels + 1, sizeof(*e->labels));
 	e->label_ptrs = calloc(n_labels + 1, sizeof(*e->label_ptrs));
 	e->loc_ids = calloc(n_loc_ids + 1, sizeof(*e->loc_ids));
-	e->values = calloc((size_t)n * 2 + 1, sizeof(*e->values));
+	e->n_types = 2;
+	for (i = 1; i < p->n_samples; i++)
+		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU)
+			e->n_types = 3;
+	e->values = calloc((size_t)n * e->n_types + 1, sizeof(*e->values));
 	if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->loc_ids ||
 	    !e->values)
 		return -ENOMEM;
@@ -194,6 +199,8 @@ static int build(struct pprof_enc *e)
 	S(e, p->wk[OP_WK_COUNT]);
 	S(e, p->wk[OP_WK_CPU]);
 	S(e, p->wk[OP_WK_NANOSECONDS]);
+	if (e->n_types == 3)
+		S(e, p->wk[OP_WK_OFF_CPU]);
 
 	S(e, p->wk[OP_WK_ID]);
 
@@ -210,10 +217,15 @@ static int build(struct pprof_enc *e)
 		ps->n_location_id = st->n;
 		for (j = 0; j < st->n; j++)
 			e->loc_ids[li++] = op_remap_use(&e->locs, p->stack_locs[st->first + j]);
-		ps->value = &e->values[2 * i];
-		ps->n_value = 2;
-		ps->value[0] = s->count;
-		ps->value[1] = (int64_t)s->count * (int64_t)p->opts.period_ns;
+		ps->value = &e->values[e->n_types * i];
+		ps->n_value = e->n_types;
+		if (s->kind == OP_SAMPLE_OFF_CPU) {
+			/* calloc'ed: no CPU samples, no CPU time */
+			ps->value[2] = s->value;
+		} else {
+			ps->value[0] = s->count;
+			ps->value[1] = (int64_t)s->count * (int64_t)p->opts.period_ns;
+		}
 		ps->label = &e->label_ptrs[ni];
 
 		num_label(e, &ni, OP_WK_PID, pr->pid);
@@ -224,6 +236,8 @@ static int build(struct pprof_enc *e)
 			str_label(e, &ni, OP_WK_EXE_NAME, pr->exe_name);
 		if (s->cpu >= 0)
 			num_label(e, &ni, OP_WK_CPU_LABEL, s->cpu);
+		if (s->thread_state)
+			str_label(e, &ni, OP_WK_THREAD_STATE, s->thread_state);
 		/* the thread's labels (key without the OTLP prefix), then the process's resource */
 		set_labels(e, &ni, &p->sets[s->labels]);
 		set_labels(e, &ni, &p->sets[pr->resource]);
@@ -321,7 +335,7 @@ static int build(struct pprof_enc *e)
 		e->strings[i] = (char *)p->strs[e->strs.order[i]].s;
 
 	perftools__profiles__profile__init(&e->prof);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		perftools__profiles__value_type__init(&e->vt[i]);
 	e->vt[0].type = S(e, p->wk[OP_WK_SAMPLES]);
 	e->vt[0].unit = S(e, p->wk[OP_WK_COUNT]);
@@ -329,7 +343,14 @@ static int build(struct pprof_enc *e)
 	e->vt[1].unit = e->vt[2].unit = S(e, p->wk[OP_WK_NANOSECONDS]);
 	e->vt_ptrs[0] = &e->vt[0];
 	e->vt_ptrs[1] = &e->vt[1];
-	e->prof.n_sample_type = 2;
+	if (e->n_types == 3) {
+		e->vt[3].type = S(e, p->wk[OP_WK_OFF_CPU]);
+		e->vt[3].unit = S(e, p->wk[OP_WK_NANOSECONDS]);
+		e->vt_ptrs[2] = &e->vt[3];
+		/* `go tool pprof` shows the CPU time unless -sample_index=off_cpu */
+		e->prof.default_sample_type = S(e, p->wk[OP_WK_CPU]);
+	}
+	e->prof.n_sample_type = e->n_types;
 	e->prof.sample_type = e->vt_ptrs;
 	e->prof.period_type = &e->vt[2];
 	e->prof.period = (int64_t)p->opts.period_ns;

@@ -778,6 +778,13 @@ static int grow_events(struct op_profile *p)
 		if (!ts)
 			return -ENOMEM; /* ev_sample is merely larger than needed */
 		p->ev_ts = ts;
+		if (p->ev_val) {
+			int64_t *v = realloc(p->ev_val, (size_t)cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM; /* ev_ts is merely larger than needed */
+			p->ev_val = v;
+		}
 		p->cap_events = cap;
 	}
 	return 0;
@@ -789,6 +796,7 @@ static uint32_t sample_hash(const struct op_psample *s)
 			      ((uint64_t)s->thread_name << 32) | (uint32_t)s->tid);
 
 	h = hcombine(h, ((uint64_t)s->labels << 32) | s->link);
+	h = hcombine(h, ((uint64_t)s->kind << 32) | s->thread_state);
 	return fold(hcombine(h, (uint32_t)s->cpu));
 }
 
@@ -798,7 +806,8 @@ static bool sample_eq(const struct op_profile *p, uint32_t idx, const void *key)
 
 	return a->process == b->process && a->stack == b->stack &&
 	       a->thread_name == b->thread_name && a->tid == b->tid && a->cpu == b->cpu &&
-	       a->labels == b->labels && a->link == b->link;
+	       a->labels == b->labels && a->link == b->link && a->kind == b->kind &&
+	       a->thread_state == b->thread_state;
 }
 
 int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
@@ -815,9 +824,15 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 	k.thread_name = op_profile_string(p, d->thread_name);
 	if (k.thread_name == OP_PROFILE_ERR)
 		return -errno;
+	if ((unsigned int)d->kind >= OP_SAMPLE_KINDS)
+		return -EINVAL;
 	k.stack = d->stack;
 	k.tid = d->tid;
 	k.cpu = d->cpu;
+	k.kind = d->kind;
+	k.thread_state = op_profile_string(p, d->thread_state);
+	if (k.thread_state == OP_PROFILE_ERR)
+		return -errno;
 	k.labels = kv_set(p, d->labels, d->n_labels, OP_LABEL_ATTR_PREFIX, 64);
 	if (k.labels == OP_PROFILE_ERR)
 		return -errno;
@@ -828,6 +843,14 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 	}
 	if (htab_reserve(&p->h_samples) || GROW(p, samples, p->n_samples + 1) || grow_events(p))
 		return -ENOMEM;
+	if (d->kind != OP_SAMPLE_CPU && !p->ev_val) {
+		/* the first event with a value of its own: every earlier one counts 1 */
+		p->ev_val = malloc((size_t)p->cap_events * sizeof(*p->ev_val));
+		if (!p->ev_val)
+			return -ENOMEM;
+		for (uint32_t e = 0; e < p->n_events; e++)
+			p->ev_val[e] = 1;
+	}
 	hash = sample_hash(&k);
 	slot = htab_find(&p->h_samples, hash, sample_eq, p, &k);
 	if (slot->idx) {
@@ -850,6 +873,11 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 			if (a[n++] == OP_PROFILE_ERR)
 				return -errno;
 		}
+		if (k.thread_state) {
+			a[n] = op_profile_attr_str(p, p->wk[OP_WK_THREAD_STATE], k.thread_state);
+			if (a[n++] == OP_PROFILE_ERR)
+				return -errno;
+		}
 		memset(k.attrs, 0, sizeof(k.attrs));
 		memcpy(k.attrs, a, n * sizeof(a[0]));
 		idx = p->n_samples++;
@@ -860,9 +888,13 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 	}
 	s = &p->samples[idx];
 	s->count++;
+	if (d->kind == OP_SAMPLE_OFF_CPU)
+		s->value += d->value;
 	p->processes[s->process].events++;
 	p->ev_sample[p->n_events] = idx;
 	p->ev_ts[p->n_events] = d->timestamp_ns;
+	if (p->ev_val)
+		p->ev_val[p->n_events] = d->kind == OP_SAMPLE_CPU ? 1 : d->value;
 	p->n_events++;
 	p->events++;
 	if (d->timestamp_ns) {
@@ -918,6 +950,8 @@ static const char *const wk_strings[OP_WK_MAX] = {
 	[OP_WK_V8JS] = "v8js",
 	[OP_WK_HOTSPOT] = "hotspot",
 	[OP_WK_ID] = "id",
+	[OP_WK_OFF_CPU] = "off_cpu",
+	[OP_WK_THREAD_STATE] = "thread.state",
 };
 
 struct op_profile *op_profile_new(const struct op_profile_opts *opts)
@@ -1004,6 +1038,7 @@ void op_profile_free(struct op_profile *p)
 	free(p->h_samples.slots);
 	free(p->ev_sample);
 	free(p->ev_ts);
+	free(p->ev_val);
 	free(p->scope_name);
 	free(p->scope_version);
 	free(p);
@@ -1036,7 +1071,8 @@ size_t op_profile_memory(const struct op_profile *p)
 	n += (size_t)p->cap_links * sizeof(*p->links);
 	n += (size_t)p->cap_processes * sizeof(*p->processes);
 	n += (size_t)p->cap_samples * sizeof(*p->samples);
-	n += (size_t)p->cap_events * (sizeof(*p->ev_sample) + sizeof(*p->ev_ts));
+	n += (size_t)p->cap_events * (sizeof(*p->ev_sample) + sizeof(*p->ev_ts) +
+				      (p->ev_val ? sizeof(*p->ev_val) : 0));
 	return n;
 }
 
@@ -1051,28 +1087,39 @@ int op_profile_group(const struct op_profile *p, struct op_grouped *g)
 	g->order = malloc((size_t)p->n_samples * sizeof(*g->order));
 	g->ts_off = calloc((size_t)p->n_samples + 1, sizeof(*g->ts_off));
 	g->ts = malloc(((size_t)p->n_events + 1) * sizeof(*g->ts));
+	if (p->ev_val)
+		g->val = malloc(((size_t)p->n_events + 1) * sizeof(*g->val));
 	g->proc_first = calloc(p->n_processes, sizeof(*g->proc_first));
 	g->proc_n = calloc(p->n_processes, sizeof(*g->proc_n));
-	fill = calloc((size_t)(p->n_samples > p->n_processes ? p->n_samples : p->n_processes) + 1,
+	g->pk_first = calloc((size_t)p->n_processes * OP_SAMPLE_KINDS, sizeof(*g->pk_first));
+	g->pk_n = calloc((size_t)p->n_processes * OP_SAMPLE_KINDS, sizeof(*g->pk_n));
+	fill = calloc((size_t)(p->n_samples > p->n_processes * OP_SAMPLE_KINDS
+				       ? p->n_samples
+				       : p->n_processes * OP_SAMPLE_KINDS) +
+			      1,
 		      sizeof(*fill));
-	if (!g->order || !g->ts_off || !g->ts || !g->proc_first || !g->proc_n || !fill) {
+	if (!g->order || !g->ts_off || !g->ts || !g->proc_first || !g->proc_n || !g->pk_first ||
+	    !g->pk_n || !fill || (p->ev_val && !g->val)) {
 		free(fill);
 		op_grouped_free(g);
 		return -ENOMEM;
 	}
 
-	/* counting sort of the samples by process, keeping first-seen order within one */
+	/* counting sort of the samples by (process, kind), keeping first-seen order within one */
 	for (i = 1; i < p->n_samples; i++)
-		g->proc_n[p->samples[i].process]++;
-	for (pos = 0, i = 1; i < p->n_processes; i++) {
-		g->proc_first[i] = pos;
-		pos += g->proc_n[i];
+		g->pk_n[p->samples[i].process * OP_SAMPLE_KINDS + p->samples[i].kind]++;
+	for (pos = 0, i = OP_SAMPLE_KINDS; i < p->n_processes * OP_SAMPLE_KINDS; i++) {
+		g->pk_first[i] = pos;
+		pos += g->pk_n[i];
+		g->proc_n[i / OP_SAMPLE_KINDS] += g->pk_n[i];
 	}
-	memset(fill, 0, (size_t)p->n_processes * sizeof(*fill));
+	for (i = 1; i < p->n_processes; i++)
+		g->proc_first[i] = g->pk_first[i * OP_SAMPLE_KINDS];
+	memset(fill, 0, (size_t)p->n_processes * OP_SAMPLE_KINDS * sizeof(*fill));
 	for (i = 1; i < p->n_samples; i++) {
-		uint32_t pr = p->samples[i].process;
+		uint32_t pk = p->samples[i].process * OP_SAMPLE_KINDS + p->samples[i].kind;
 
-		g->order[g->proc_first[pr] + fill[pr]++] = i;
+		g->order[g->pk_first[pk] + fill[pk]++] = i;
 	}
 
 	/* counting sort of the events by sample, keeping arrival order */
@@ -1089,6 +1136,8 @@ int op_profile_group(const struct op_profile *p, struct op_grouped *g)
 	for (i = 0; i < p->n_events; i++) {
 		uint32_t s = p->ev_sample[i];
 
+		if (g->val)
+			g->val[g->ts_off[s] + fill[s]] = p->ev_val[i];
 		g->ts[g->ts_off[s] + fill[s]++] = p->ev_ts[i];
 	}
 	free(fill);
@@ -1102,6 +1151,9 @@ void op_grouped_free(struct op_grouped *g)
 	free(g->ts);
 	free(g->proc_first);
 	free(g->proc_n);
+	free(g->val);
+	free(g->pk_first);
+	free(g->pk_n);
 	memset(g, 0, sizeof(*g));
 }
 

@@ -116,6 +116,16 @@ struct op_process_desc {
 /* OTLP sample attribute key of a label (the upstream eBPF profiler's): prefix + label key. */
 #define OP_LABEL_ATTR_PREFIX "process.context.label."
 
+/*
+ * What a sample measures. Each kind is its own profile in OTLP (one per process) and its own
+ * sample type in pprof.
+ */
+enum op_sample_kind {
+	OP_SAMPLE_CPU = 0,     /* a cpu-clock sample: samples/count, cpu/nanoseconds */
+	OP_SAMPLE_OFF_CPU = 1, /* time off the CPU: off_cpu/nanoseconds (value) */
+	OP_SAMPLE_KINDS = 2,
+};
+
 struct op_sample_desc {
 	uint32_t stack; /* from op_profile_stack() */
 	const struct op_process_desc *process;
@@ -126,14 +136,17 @@ struct op_sample_desc {
 	/* labels the thread published: pprof labels, OTLP attributes OP_LABEL_ATTR_PREFIX+key */
 	const struct op_kv *labels;
 	size_t n_labels;
+	enum op_sample_kind kind;
+	int64_t value;		  /* OP_SAMPLE_OFF_CPU: nanoseconds; ignored for CPU */
+	const char *thread_state; /* off-CPU: the state it left the CPU in, or NULL */
 	/* the span the sample ran in (an OTLP link), both or neither */
 	const uint8_t *trace_id; /* 16 bytes */
 	const uint8_t *span_id;	 /* 8 bytes */
 };
 
 /*
- * Add one sample. Samples with equal (process, stack, tid, thread name, cpu, labels, link)
- * are merged:
+ * Add one sample. Samples with equal (kind, process, stack, tid, thread name, thread state,
+ * cpu, labels, link) are merged, their values summed:
  * their count grows and the timestamp is appended. Returns 0 or -ENOMEM.
  */
 int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *s);

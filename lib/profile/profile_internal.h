@@ -115,7 +115,7 @@ struct op_process {
 	uint64_t events;
 };
 
-#define OP_SAMPLE_ATTRS 3
+#define OP_SAMPLE_ATTRS 4
 
 struct op_psample {
 	uint32_t process; /* index into processes (1-based, 0 unused) */
@@ -124,7 +124,10 @@ struct op_psample {
 	int32_t tid;
 	int32_t cpu;
 	uint32_t count;
-	uint32_t attrs[OP_SAMPLE_ATTRS]; /* thread.name, thread.id, cpu.logical_number */
+	uint32_t attrs[OP_SAMPLE_ATTRS]; /* thread.name, thread.id, cpu.logical_number, thread.state */
+	uint32_t kind;			 /* enum op_sample_kind */
+	uint32_t thread_state;		 /* string index, 0 = none */
+	int64_t value;			 /* OP_SAMPLE_OFF_CPU: sum of the events' values */
 	uint32_t labels;		 /* attrset of label attributes, 0 = none */
 	uint32_t link;			 /* links index, 0 = none */
 };
@@ -155,6 +158,8 @@ enum op_wk {
 	OP_WK_V8JS,
 	OP_WK_HOTSPOT,
 	OP_WK_ID,
+	OP_WK_OFF_CPU,
+	OP_WK_THREAD_STATE,
 	OP_WK_MAX,
 };
 
@@ -221,6 +226,7 @@ struct op_profile {
 	/* One entry per added sample event: which merged sample, and when. */
 	uint32_t *ev_sample;
 	uint64_t *ev_ts;
+	int64_t *ev_val; /* each event's value, once the first off-CPU event came; else NULL */
 	uint32_t n_events, cap_events;
 
 	uint32_t wk[OP_WK_MAX];
@@ -239,16 +245,20 @@ const char *op_frame_type_name(enum op_frame_type t);
 uint32_t op_profile_attrset(struct op_profile *p, const uint32_t *attrs, size_t n);
 
 /*
- * Encoder view: samples grouped per process and each sample's timestamps made contiguous.
- * order[]: sample indices, grouped by process (processes[i].first_sample/n_samples index
- * into it, in process order). ts_off[s]..ts_off[s+1]: timestamps of sample s in ts[].
+ * Encoder view: samples grouped per process, and per kind within it, and each sample's
+ * timestamps made contiguous. order[]: sample indices, grouped by process then kind
+ * (proc_first/proc_n and pk_first/pk_n index into it, in process order). ts_off[s]..ts_off[s+1]: timestamps of sample s in ts[].
  */
 struct op_grouped {
 	uint32_t *order;
 	uint32_t *ts_off;
 	uint64_t *ts;
+	int64_t *val; /* parallel to ts when the profile has event values, else NULL */
 	uint32_t *proc_first; /* per process: first position in order[] */
 	uint32_t *proc_n;
+	/* per process and kind (index process * OP_SAMPLE_KINDS + kind), within the process's */
+	uint32_t *pk_first;
+	uint32_t *pk_n;
 };
 int op_profile_group(const struct op_profile *p, struct op_grouped *g);
 void op_grouped_free(struct op_grouped *g);

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/unwind/tables.h"
 #include "util/log.h"
 #include "sample/sampler.h"
 #include "sampler.skel.h"
@@ -23,6 +24,7 @@ struct op_sampler {
 	struct bpf_link **perf_links;
 	int n_cpus; /* possible CPUs: index space of perf_fds */
 	bool attached;
+	struct bpf_link *offcpu_link; /* sched_switch, while attached with off-CPU on */
 };
 
 /*
@@ -85,6 +87,75 @@ static int set_unwind_procs(struct sampler_bpf *skel)
 	return bpf_map__set_max_entries(skel->maps.unwind_procs, (__u32)n);
 }
 
+/*
+ * Off-CPU (bpf/sample/offcpu.bpf.h): its threshold, and which programs load and attach. The
+ * walk's continuations and the runtimes' unwinders are reached by tail calls only, never
+ * attached; the sched_switch chain (every program whose name ends in "_sched") and
+ * on_sched_switch itself are not even loaded when off-CPU is off, which saves their
+ * verification at start.
+ */
+static void set_offcpu(struct sampler_bpf *skel, double p)
+{
+	struct bpf_program *prog;
+
+	skel->rodata->offcpu_threshold = p >= 1.0 ? UINT32_MAX : (__u32)(p * (double)UINT32_MAX);
+	bpf_object__for_each_program (prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+		size_t len = strlen(name);
+
+		if (!strncmp(name, "unwind_", 7) || !strcmp(name, "on_sched_switch"))
+			bpf_program__set_autoattach(prog, false);
+		if (p <= 0 && (!strcmp(name, "on_sched_switch") ||
+			       (len > 6 && !strcmp(name + len - 6, "_sched"))))
+			bpf_program__set_autoload(prog, false);
+	}
+	if (p <= 0)
+		bpf_map__set_max_entries(skel->maps.offcpu_start, 1);
+}
+
+/*
+ * Every loaded walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h) gets its
+ * continuations: unwind_native_<chain> and unwind_interp_<chain>. A chain that is off was not
+ * loaded and is left empty.
+ */
+static int fill_chains(struct sampler_bpf *skel)
+{
+	static const struct {
+		const char *fmt;
+		__u32 slot;
+	} conts[] = { { "unwind_native_%.*s", OP_CHAIN_NATIVE },
+		      { "unwind_interp_%.*s", OP_CHAIN_INTERP } };
+	struct bpf_map *map;
+
+	bpf_object__for_each_map (map, skel->obj) {
+		const char *name = bpf_map__name(map);
+		size_t len = strlen(name);
+
+		if (bpf_map__type(map) != BPF_MAP_TYPE_PROG_ARRAY || len < 6 ||
+		    strcmp(name + len - 6, "_progs"))
+			continue;
+		for (size_t i = 0; i < sizeof(conts) / sizeof(conts[0]); i++) {
+			struct bpf_program *prog;
+			char pname[128];
+			int fd;
+
+			snprintf(pname, sizeof(pname), conts[i].fmt, (int)(len - 6), name);
+			prog = bpf_object__find_program_by_name(skel->obj, pname);
+			fd = prog ? bpf_program__fd(prog) : -1;
+			if (fd < 0)
+				continue; /* the chain is off */
+			if (bpf_map_update_elem(bpf_map__fd(map), &conts[i].slot, &fd, BPF_ANY)) {
+				int err = -errno;
+
+				op_err("cannot set up the stack walk (%s): %s", pname,
+				       strerror(-err));
+				return -OTELPROF_ERR_BPF_LOAD;
+			}
+		}
+	}
+	return 0;
+}
+
 int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 {
 	struct op_sampler *s;
@@ -121,6 +192,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	}
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->labels_enabled = opts->labels;
+	set_offcpu(s->skel, opts->off_cpu_threshold);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
@@ -148,6 +220,9 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
 		goto fail;
 	}
+	err = fill_chains(s->skel);
+	if (err)
+		goto fail;
 	for (size_t i = 0; i < opts->pid_cnt; i++) {
 		__u32 pid = opts->pids[i];
 		__u8 one = 1;
@@ -264,6 +339,16 @@ int op_sampler_attach(struct op_sampler *s)
 		attached++;
 	}
 	op_debug("sampling %d CPUs at %u Hz", attached, s->opts.frequency_hz);
+	if (s->opts.off_cpu_threshold > 0) {
+		s->offcpu_link = bpf_program__attach(s->skel->progs.on_sched_switch);
+		if (!s->offcpu_link) {
+			err = -errno;
+			op_err("cannot attach the off-CPU sampler to sched_switch: %s",
+			       strerror(-err));
+			err = -OTELPROF_ERR_PERF_EVENT;
+			goto out;
+		}
+	}
 	s->attached = true;
 	err = 0;
 out:
@@ -284,6 +369,8 @@ void op_sampler_detach(struct op_sampler *s)
 			close(s->perf_fds[cpu]);
 		s->perf_fds[cpu] = -1;
 	}
+	bpf_link__destroy(s->offcpu_link);
+	s->offcpu_link = NULL;
 	s->attached = false;
 }
 

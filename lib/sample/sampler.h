@@ -19,6 +19,8 @@ struct op_sampler_opts {
 	unsigned int frequency_hz;
 	bool kernel_stacks;
 	bool labels; /* read the labels threads publish (bpf/sample/labels.bpf.h) */
+	/* off-CPU: probability that an interval off the CPU is sampled; 0 = off (not loaded) */
+	double off_cpu_threshold;
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;
@@ -35,7 +37,10 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 struct sampler_bpf *op_sampler_skel(struct op_sampler *s);
 /* Attach the tracepoints and one perf event per online CPU. */
 int op_sampler_attach(struct op_sampler *s);
-/* Detach the perf events (no new samples); tracepoints stay until close. */
+/*
+ * Detach the perf events and the off-CPU tracepoint (no new samples); the exec/exit
+ * tracepoints stay until close.
+ */
 void op_sampler_detach(struct op_sampler *s);
 /*
  * Wait up to @timeout_ms for a wakeup, then deliver every queued record (most records do

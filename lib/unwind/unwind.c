@@ -705,6 +705,10 @@ int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt)
 		if (bpf_map__type(map) != BPF_MAP_TYPE_PROG_ARRAY || len < 6 ||
 		    strcmp(name + len - 6, "_progs"))
 			continue;
+		snprintf(pname, sizeof(pname), "unwind_native_%.*s", (int)(len - 6), name);
+		prog = bpf_object__find_program_by_name(obj, pname);
+		if (!prog || bpf_program__fd(prog) < 0)
+			continue; /* a chain that is off (not loaded) */
 		snprintf(pname, sizeof(pname), "unwind_%s_%.*s", rt->name, (int)(len - 6), name);
 		prog = bpf_object__find_program_by_name(obj, pname);
 		fd = prog ? bpf_program__fd(prog) : -1;

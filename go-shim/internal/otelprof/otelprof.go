@@ -41,6 +41,8 @@ type Options struct {
 	NoSymbolize bool
 	// FramePointers walks user stacks with frame pointers only (OTELPROF_F_FRAME_POINTERS).
 	FramePointers bool
+	// OffCPUThreshold is the probability that an off-CPU interval is recorded; 0 = off.
+	OffCPUThreshold float64
 	// NoLabels leaves thread labels unread and samples unlinked (OTELPROF_F_NO_LABELS).
 	NoLabels bool
 	// NoEnvResource leaves processes' OTEL_* environment unread (OTELPROF_F_NO_ENV_RESOURCE).

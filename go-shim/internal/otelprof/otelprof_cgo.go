@@ -88,6 +88,7 @@ func Open(opts Options) (*Profiler, error) {
 	o.sz = C.size_t(unsafe.Sizeof(o))
 	o.frequency_hz = C.uint(opts.FrequencyHz)
 	o.ringbuf_bytes = C.size_t(opts.RingBufferBytes)
+	o.off_cpu_threshold = C.double(opts.OffCPUThreshold)
 	if opts.NoKernelStacks {
 		o.flags |= C.OTELPROF_F_NO_KERNEL_STACKS
 	}
