@@ -76,7 +76,6 @@ enum op_thread_state {
 	OP_STATE_OTHER = 5,
 };
 
-
 /*
  * Labels a thread publishes for the profiler (Go pprof labels, the custom-labels TLS ABI),
  * read at sample time and sent after a trace's frames (op_trace.ctx_len). Bounded: at most
@@ -191,8 +190,8 @@ struct op_trace {
 	__u32 unwind_error; /* enum otelprof_unwind_error */
 	__u8 origin;	    /* enum op_trace_origin */
 	__u8 state;	    /* off-CPU: enum op_thread_state */
-	__u16 ctx_len; /* bytes of struct op_labels sent right after the frames, 0: none */
-	__u64 value;   /* see enum op_trace_origin */
+	__u16 ctx_len;	    /* bytes of struct op_labels sent right after the frames, 0: none */
+	__u64 value;	    /* see enum op_trace_origin */
 	__u8 comm[OP_COMM_LEN];
 	/* frames, then room for the context blob once it is moved after the last frame */
 	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + OP_CTX_SLOTS];

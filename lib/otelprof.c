@@ -757,7 +757,8 @@ static void offcpu_stash(struct otelprof *p, const struct op_trace *t, size_t si
 	}
 	slot = &p->pending[t->tid % OFFCPU_PENDING_SLOTS];
 	if (slot->tid) {
-		/* another stack of this thread (its end was lost) or of a thread in the same slot */
+		/* another stack of this thread (its end was lost) or of a thread in the same slot
+		 */
 		p->stats.off_cpu_unpaired++;
 		free(slot->rec);
 		slot->tid = 0;
@@ -774,7 +775,8 @@ static void offcpu_stash(struct otelprof *p, const struct op_trace *t, size_t si
 /* An interval ended: its stack becomes a sample weighted by its length. Under lock. */
 static void offcpu_end(struct otelprof *p, const struct op_offcpu_end *e)
 {
-	struct offcpu_pending *slot = p->pending ? &p->pending[e->tid % OFFCPU_PENDING_SLOTS] : NULL;
+	struct offcpu_pending *slot =
+		p->pending ? &p->pending[e->tid % OFFCPU_PENDING_SLOTS] : NULL;
 	struct op_trace *t;
 	double ns;
 

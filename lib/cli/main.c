@@ -66,7 +66,8 @@ static void usage_record(FILE *f)
 		"      --no-kernel        do not record kernel frames\n"
 		"      --no-symbolize     send addresses and build ids only (no function names)\n"
 		"      --frame-pointers   walk user stacks with frame pointers only (no CFI)\n"
-		"      --off-cpu[=P]      also record where threads wait off the CPU (sleeps, locks,\n"
+		"      --off-cpu[=P]      also record where threads wait off the CPU (sleeps, "
+		"locks,\n"
 		"                         I/O, preemption): each interval off the CPU is recorded\n"
 		"                         with probability P (default 1), weighted by its length\n"
 		"                         (pprof sample type off_cpu; go tool pprof\n"
@@ -233,10 +234,11 @@ static int cmd_record(int argc, char **argv)
 				opts.off_cpu_threshold = strtod(optarg, &end);
 				if (errno || end == optarg || *end ||
 				    !(opts.off_cpu_threshold > 0 && opts.off_cpu_threshold <= 1))
-					return usage_error(
-						"invalid --off-cpu '%s': expected the probability that "
-						"an off-CPU interval is recorded, above 0 and at most 1",
-						optarg);
+					return usage_error("invalid --off-cpu '%s': expected the "
+							   "probability that "
+							   "an off-CPU interval is recorded, above "
+							   "0 and at most 1",
+							   optarg);
 			}
 			break;
 		}

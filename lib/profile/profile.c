@@ -1071,8 +1071,8 @@ size_t op_profile_memory(const struct op_profile *p)
 	n += (size_t)p->cap_links * sizeof(*p->links);
 	n += (size_t)p->cap_processes * sizeof(*p->processes);
 	n += (size_t)p->cap_samples * sizeof(*p->samples);
-	n += (size_t)p->cap_events * (sizeof(*p->ev_sample) + sizeof(*p->ev_ts) +
-				      (p->ev_val ? sizeof(*p->ev_val) : 0));
+	n += (size_t)p->cap_events *
+	     (sizeof(*p->ev_sample) + sizeof(*p->ev_ts) + (p->ev_val ? sizeof(*p->ev_val) : 0));
 	return n;
 }
 

@@ -124,7 +124,8 @@ struct op_psample {
 	int32_t tid;
 	int32_t cpu;
 	uint32_t count;
-	uint32_t attrs[OP_SAMPLE_ATTRS]; /* thread.name, thread.id, cpu.logical_number, thread.state */
+	uint32_t attrs[OP_SAMPLE_ATTRS]; /* thread.name, thread.id, cpu.logical_number, thread.state
+					  */
 	uint32_t kind;			 /* enum op_sample_kind */
 	uint32_t thread_state;		 /* string index, 0 = none */
 	int64_t value;			 /* OP_SAMPLE_OFF_CPU: sum of the events' values */
@@ -247,13 +248,14 @@ uint32_t op_profile_attrset(struct op_profile *p, const uint32_t *attrs, size_t 
 /*
  * Encoder view: samples grouped per process, and per kind within it, and each sample's
  * timestamps made contiguous. order[]: sample indices, grouped by process then kind
- * (proc_first/proc_n and pk_first/pk_n index into it, in process order). ts_off[s]..ts_off[s+1]: timestamps of sample s in ts[].
+ * (proc_first/proc_n and pk_first/pk_n index into it, in process order). ts_off[s]..ts_off[s+1]:
+ * timestamps of sample s in ts[].
  */
 struct op_grouped {
 	uint32_t *order;
 	uint32_t *ts_off;
 	uint64_t *ts;
-	int64_t *val; /* parallel to ts when the profile has event values, else NULL */
+	int64_t *val;	      /* parallel to ts when the profile has event values, else NULL */
 	uint32_t *proc_first; /* per process: first position in order[] */
 	uint32_t *proc_n;
 	/* per process and kind (index process * OP_SAMPLE_KINDS + kind), within the process's */
