@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/hex.h"
 #include "profile/links.h"
 
 /*
@@ -29,17 +30,6 @@ static bool key_in(const char *key, const char *const *keys, size_t n)
 	return false;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* @len bytes from 2*len hex digits; -EINVAL unless exactly that and not all zero. */
 static int from_hex(const char *s, uint8_t *out, size_t len)
 {
@@ -48,7 +38,7 @@ static int from_hex(const char *s, uint8_t *out, size_t len)
 	if (strlen(s) != 2 * len)
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
-		int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
+		int h = op_hexval(s[2 * i]), l = op_hexval(s[2 * i + 1]);
 
 		if (h < 0 || l < 0)
 			return -EINVAL;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sample/environ.h"
+#include "util/hex.h"
 
 void op_resource_free(struct op_resource *r)
 {
@@ -69,17 +70,6 @@ static int put(struct op_resource *r, const char *key, size_t klen, const char *
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t';
@@ -120,8 +110,8 @@ static int parse_attrs(const char *s, size_t len, struct op_resource *r)
 				int c = (unsigned char)*p;
 
 				if (c == '%') {
-					int h = p + 2 < ve ? hexval(p[1]) : -1;
-					int l = p + 2 < ve ? hexval(p[2]) : -1;
+					int h = p + 2 < ve ? op_hexval(p[1]) : -1;
+					int l = p + 2 < ve ? op_hexval(p[2]) : -1;
 
 					if (h < 0 || l < 0) {
 						ok = false; /* the spec: drop a malformed pair */

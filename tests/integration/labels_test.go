@@ -53,22 +53,6 @@ func buildGoLabels(t *testing.T, toolchain string, strip bool) string {
 	return out
 }
 
-// startWith starts bin with args and extra environment; killed at the end of the test.
-func startWith(t *testing.T, env []string, bin string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
 // otlpSample is one sample of an OTLP profile as the tests look at it.
 type otlpSample struct {
 	weight  int
@@ -217,7 +201,7 @@ func TestLabelsGo(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			bin := buildGoLabels(t, c.toolchain, c.strip)
-			w := startWith(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
+			w := startBinaryEnv(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
 			time.Sleep(300 * time.Millisecond)
 			out := filepath.Join(t.TempDir(), "out.otlp.pb")
 			run(t, time.Minute, buildPath(t, "otelprof"), "record", "--format", "otlp", "--output", out,
@@ -249,7 +233,7 @@ func TestLabelsGo(t *testing.T) {
 func TestLabelsGoPprof(t *testing.T) {
 	requireRoot(t)
 	bin := buildGoLabels(t, "", false)
-	w := startWith(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
+	w := startBinaryEnv(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
 	time.Sleep(300 * time.Millisecond)
 	p, _ := record(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499", "--duration", "2")
 	ss := samplesOf(p, w.Process.Pid)
@@ -380,7 +364,7 @@ func TestLabelsCustomTLS(t *testing.T) {
 func TestLabelsOff(t *testing.T) {
 	requireRoot(t)
 	bin := buildGoLabels(t, "", false)
-	w := startWith(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
+	w := startBinaryEnv(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "20")
 	time.Sleep(300 * time.Millisecond)
 	p, _ := record(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "199", "--duration", "1",
 		"--no-labels", "--no-env-resource")
@@ -397,21 +381,23 @@ func TestLabelsOff(t *testing.T) {
 	}
 }
 
-// TestLabelsCollector: through the collector (pids, reporter_interval 1s, file exporter):
-// service.name from the environment on the resource, labels and links on the samples.
-func TestLabelsCollector(t *testing.T) {
-	requireRoot(t)
-	bin := buildGoLabels(t, "", false)
-	w := startWith(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "60")
+// fileCollectorConfig writes a collector configuration whose ebpfprofiler receiver profiles
+// pid (reporting every second, with the receiver keys @extra, one per line) into a file
+// exporter (format proto); it returns the configuration's path and the file's.
+func fileCollectorConfig(t *testing.T, pid int, extra ...string) (string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "profiles.pb")
 	cfg := filepath.Join(dir, "config.yaml")
+	keys := ""
+	for _, k := range extra {
+		keys += "    " + k + "\n"
+	}
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
   ebpfprofiler:
-    samples_per_second: 199
     reporter_interval: 1s
     pids: [%d]
-exporters:
+%sexporters:
   file:
     path: %s
     format: proto
@@ -423,9 +409,19 @@ service:
     profiles:
       receivers: [ebpfprofiler]
       exporters: [file]
-`, w.Process.Pid, out)), 0o644); err != nil {
+`, pid, keys, out)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, out
+}
+
+// TestLabelsCollector: through the collector (pids, reporter_interval 1s, file exporter):
+// service.name from the environment on the resource, labels and links on the samples.
+func TestLabelsCollector(t *testing.T) {
+	requireRoot(t)
+	bin := buildGoLabels(t, "", false)
+	w := startBinaryEnv(t, []string{"OTEL_SERVICE_NAME=checkout"}, bin, "60")
+	cfg, out := fileCollectorConfig(t, w.Process.Pid, "samples_per_second: 199")
 	col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
 	var pr *otlpProcess
 	waitUntil(t, 60*time.Second, "300 samples of the workload in the file", func() bool {

@@ -5,9 +5,7 @@ package integration
 // (off_cpu_threshold, OTLP profile with sample type off_cpu/nanoseconds).
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,30 +144,8 @@ func TestOffCPUBadThreshold(t *testing.T) {
 func TestOffCPUCollector(t *testing.T) {
 	requireRoot(t)
 	w := startWorkload(t, "offcpu-nofp", "60")
-	dir := t.TempDir()
-	out := filepath.Join(dir, "profiles.pb")
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
-  ebpfprofiler:
-    samples_per_second: 19
-    reporter_interval: 1s
-    off_cpu_threshold: 1.0
-    pids: [%d]
-exporters:
-  file:
-    path: %s
-    format: proto
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [ebpfprofiler]
-      exporters: [file]
-`, w.Process.Pid, out)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg, out := fileCollectorConfig(t, w.Process.Pid, "samples_per_second: 19",
+		"off_cpu_threshold: 1.0")
 	col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
 	var offNs, sleeping int64
 	waitUntil(t, 60*time.Second, "2 s of the waiter's off-CPU time in the file", func() bool {

@@ -36,7 +36,14 @@ func symRecord(t *testing.T, args ...string) (*profile.Profile, string) {
 // startBinary runs a binary outside $BUILD/workloads and kills it at the end of the test.
 func startBinary(t *testing.T, path string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startBinaryEnv(t, nil, path, args...)
+}
+
+// startBinaryEnv is startBinary with environment variables added to the test's own.
+func startBinaryEnv(t *testing.T, env []string, path string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
