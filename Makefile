@@ -43,7 +43,7 @@ WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE $(SAN_FLAGS) \
 	-Iinclude -Ilib -I. -I$(GEN) -MMD -MP
-LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
+LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -ljson-c -lz -llzma -lpthread
 LDFLAGS += $(SAN_FLAGS)
 
 SONAME := libotelprof.so.0
@@ -89,7 +89,14 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
 	$(Q)mkdir -p $(GEN)
 	$(Q)$(PROTOC_C) --c_out=$(GEN) -Iproto $<
 
-GENERATED := $(SKELS) $(PROTO_H)
+# lib/report/report.{html,css,js}: the HTML report's page, compiled into the binary
+REPORT_ASSETS := lib/report/report.html lib/report/report.css lib/report/report.js
+REPORT_ASSETS_H := $(GEN)/report/assets.h
+$(REPORT_ASSETS_H): $(REPORT_ASSETS) scripts/embed.py
+	$(call msg,EMBED,$@)
+	$(Q)python3 scripts/embed.py $@ $(REPORT_ASSETS)
+
+GENERATED := $(SKELS) $(PROTO_H) $(REPORT_ASSETS_H)
 
 # ---------------------------------------------------------------- library
 # lib/*.c is the ABI entry points; lib/STAGE/*.c and lib/runtime/NAME/*.c the stages (lib/README.md)
