@@ -134,7 +134,8 @@ static int read_dictionary(struct otlp_rd *r)
 	for (i = 0; i < dc->n_string_table; i++)
 		if ((r->strs[i] = op_data_str(d, dc->string_table[i])) == NONE)
 			return OOM(r);
-	for (i = 0; i < dc->n_attribute_table; i++) {
+	/* entry 0 of every table is the zero entry: it stays index 0 ("none") */
+	for (i = 1; i < dc->n_attribute_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit *kv =
 			dc->attribute_table[i];
 		uint32_t a;
@@ -152,7 +153,7 @@ static int read_dictionary(struct otlp_rd *r)
 		/* an attribute without a key is the zero entry (index 0) or says nothing */
 		r->attrs[i] = kv->key_strindex ? a : 0;
 	}
-	for (i = 0; i < dc->n_mapping_table; i++) {
+	for (i = 1; i < dc->n_mapping_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__Mapping *pm =
 			dc->mapping_table[i];
 		struct op_dmapping m;
@@ -188,7 +189,7 @@ static int read_dictionary(struct otlp_rd *r)
 		if ((r->maps[i] = op_data_mapping(d, &m)) == NONE)
 			return OOM(r);
 	}
-	for (i = 0; i < dc->n_function_table; i++) {
+	for (i = 1; i < dc->n_function_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__Function *pf =
 			dc->function_table[i];
 		struct op_dfunction f = { .start_line = pf->start_line };
@@ -206,7 +207,7 @@ static int read_dictionary(struct otlp_rd *r)
 		if ((r->funcs[i] = op_data_function(d, &f)) == NONE)
 			return OOM(r);
 	}
-	for (i = 0; i < dc->n_location_table; i++) {
+	for (i = 1; i < dc->n_location_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__Location *pl =
 			dc->location_table[i];
 		struct op_dlocation l = { .address = pl->address };
@@ -250,7 +251,7 @@ static int read_dictionary(struct otlp_rd *r)
 		if (r->locs[i] == NONE)
 			return OOM(r);
 	}
-	for (i = 0; i < dc->n_stack_table; i++) {
+	for (i = 1; i < dc->n_stack_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__Stack *ps = dc->stack_table[i];
 		uint32_t *locs = malloc((ps->n_location_indices + 1) * sizeof(*locs));
 
@@ -269,7 +270,7 @@ static int read_dictionary(struct otlp_rd *r)
 		if (r->stacks[i] == NONE)
 			return OOM(r);
 	}
-	for (i = 0; i < dc->n_link_table; i++) {
+	for (i = 1; i < dc->n_link_table; i++) {
 		const Opentelemetry__Proto__Profiles__V1development__Link *pl = dc->link_table[i];
 		struct op_dlink l;
 
