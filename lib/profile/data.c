@@ -333,6 +333,8 @@ uint32_t op_data_set(struct op_data *d, uint32_t *attrs, size_t n)
 {
 	size_t i, j;
 
+	if (!n)
+		return 0;
 	qsort(attrs, n, sizeof(*attrs), cmp_u32);
 	/* the same attribute twice is once; the zero attribute is none */
 	for (i = j = 0; i < n; i++)

@@ -264,14 +264,26 @@ static enum scan_result scan_proto(const uint8_t *p, size_t len, uint64_t *field
 	return SCAN_OK;
 }
 
+/*
+ * Text: no control characters but line breaks and tabs in the first 64 KiB. JSON and folded
+ * stacks are text; protobuf practically never is (its first byte may well be '\n', field 1,
+ * and the next '{', a length of 123).
+ */
+static bool looks_text(const uint8_t *p, size_t len)
+{
+	size_t n = len < 65536 ? len : 65536;
+
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t')
+			return false;
+	return true;
+}
+
 /* Text whose lines look like "a;b;c 123". */
 static bool looks_folded(const uint8_t *p, size_t len)
 {
 	size_t i, n = len < 65536 ? len : 65536, end;
 
-	for (i = 0; i < n; i++)
-		if (p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t')
-			return false;
 	/* the first line that is not blank or a comment ends in a number */
 	for (i = 0; i < n;) {
 		for (end = i; end < n && p[end] != '\n'; end++)
@@ -318,11 +330,11 @@ static int dispatch(struct op_data *d, const uint8_t *buf, size_t len, enum op_f
 	for (i = 0;
 	     i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'); i++)
 		;
-	if (i < len && buf[i] == '{') {
+	if (i < len && buf[i] == '{' && looks_text(buf, len)) {
 		*fmt = OP_FORMAT_OTLP_JSON;
 		return op_read_otlp_json(d, buf, len, err, errlen);
 	}
-	if (looks_folded(buf, len)) {
+	if (looks_text(buf, len) && looks_folded(buf, len)) {
 		*fmt = OP_FORMAT_FOLDED;
 		return op_read_folded(d, buf, len, err, errlen);
 	}

@@ -264,6 +264,16 @@ static int read_dictionary(struct otlp_rd *r)
 				return -1;
 			}
 			locs[j] = r->locs[ps->location_indices[j]];
+			/* the zero location on a stack is a frame: an empty one, not "none" */
+			if (!ps->location_indices[j]) {
+				struct op_dlocation empty = { 0 };
+
+				locs[j] = op_data_location(d, &empty, NULL);
+				if (locs[j] == NONE) {
+					free(locs);
+					return OOM(r);
+				}
+			}
 		}
 		r->stacks[i] = op_data_stack(d, locs, ps->n_location_indices);
 		free(locs);

@@ -1,7 +1,8 @@
 # libFuzzer targets (tests/fuzz/fuzz_*.c), included by the top-level Makefile.
 #
 #   make fuzz                     every target for FUZZ_SECONDS (default 60) each
-#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf cfi maps encode ...)
+#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf cfi maps encode labels pprof otlp
+#                                 otlpjson folded)
 #   make test                     runs $(BUILD)/tests/test_fuzz_smoke: every target for
 #                                 FUZZ_SMOKE_SECONDS (default 10) each
 #
@@ -44,7 +45,7 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB_A)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_profile.h $(FUZZ_LIB_A)
 	$(call msg,FUZZLD,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_A) $(LDLIBS)
 
@@ -52,7 +53,7 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB_A)
 # maps lines of live processes, encoder programs.
 FUZZ_SEEDS_STAMP := $(FUZZ_DIR)/seeds/.stamp
 $(FUZZ_SEEDS_STAMP): tests/fuzz/seeds.sh $(wildcard tests/fuzz/regressions/*/*) $(WORKLOADS) \
-		$(WORKLOADS_NOFP)
+		$(WORKLOADS_NOFP) $(CLI) $(BUILD)/fixtures/fixture_otlp $(BUILD)/fixtures/fixture_bigprofile
 	$(call msg,SEEDS,$(FUZZ_DIR)/seeds)
 	$(Q)BUILD=$(abspath $(BUILD)) tests/fuzz/seeds.sh $(abspath $(FUZZ_DIR)/seeds)
 	$(Q)touch $@
