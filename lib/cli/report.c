@@ -264,6 +264,7 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "%s: cannot compare the profiles: out of memory\n", prog);
 		goto out;
 	}
+	dopt.type = op_data_s(d[0], d[0]->types[type[0]].type);
 	dopt.unit = op_data_s(d[0], d[0]->types[type[0]].unit);
 	dopt.names[0] = names[0];
 	dopt.names[1] = names[1];

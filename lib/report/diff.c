@@ -144,9 +144,9 @@ int op_diff_text(const struct op_view *v, const struct op_diff_opts *o, struct o
 
 		fmt_value(a, sizeof(a), grand[0], o->unit, true, false);
 		fmt_value(b, sizeof(b), grand[1], o->unit, true, false);
-		op_buf_printf(out, "base %s: %s %s; new %s: %s %s; changes in %s\n\n",
-			      o->names[0] ? o->names[0] : "", a, o->unit ? o->unit : "",
-			      o->names[1] ? o->names[1] : "", b, o->unit ? o->unit : "",
+		op_buf_printf(out, "base %s: %s; new %s: %s (%s/%s); changes in %s\n\n",
+			      o->names[0] ? o->names[0] : "", a, o->names[1] ? o->names[1] : "", b,
+			      o->type ? o->type : "", o->unit ? o->unit : "",
 			      o->absolute ? "absolute values" : "percentage points of each total");
 	}
 	op_buf_printf(out, "functions by change (total: on the stack; self: the leaf)\n");

@@ -16,7 +16,8 @@
 struct op_diff_opts {
 	bool absolute;
 	unsigned top;	  /* rows per table */
-	const char *unit; /* of the value: "nanoseconds", "count", "bytes" */
+	const char *type; /* of the value: "samples", "cpu" ... */
+	const char *unit; /* "nanoseconds", "count", "bytes" */
 	const char *names[2];
 };
 

@@ -205,7 +205,8 @@
       const b = norm(0, total[0][n]), a = norm(1, total[1][n]);
       const m = Math.max(Math.abs(a), Math.abs(b));
       const r = m > 0 ? (a - b) / m : 0; // -1 (gone) .. +1 (new)
-      const l = 96 - Math.abs(r) * 40;
+      if (Math.abs(r) < 0.02) return 'hsl(40,6%,90%)';
+      const l = 94 - Math.abs(r) * 38;
       return r >= 0 ? 'hsl(0,80%,' + l + '%)' : 'hsl(215,80%,' + l + '%)';
     }
     let c = colorCache.get(f);
@@ -219,7 +220,7 @@
   }
   function legend() {
     if (DIFF) {
-      $('legend').innerHTML = '<i style="background:hsl(0,80%,60%)"></i>grew<i style="background:hsl(215,80%,60%)"></i>shrank<i style="background:hsl(0,0%,96%);border:1px solid #ccc"></i>unchanged' +
+      $('legend').innerHTML = '<i style="background:hsl(0,80%,60%)"></i>grew<i style="background:hsl(215,80%,60%)"></i>shrank<i style="background:hsl(40,6%,90%)"></i>unchanged' +
         ' (color: change of the frame\u2019s total between base and new, relative to its size)';
       return;
     }
