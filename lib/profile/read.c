@@ -351,7 +351,7 @@ static int dispatch(struct op_data *d, const uint8_t *buf, size_t len, enum op_f
 		*fmt = OP_FORMAT_PPROF;
 		return op_read_pprof(d, buf, len, err, errlen);
 	}
-	if (r == SCAN_TRUNCATED && at > 0 && (fields & ~0xfffeull) == 0)
+	if (r == SCAN_TRUNCATED && (fields & ~0xfffeull) == 0)
 		return op_errf(
 			err, errlen,
 			"truncated protobuf data: a field at byte %zu runs past the end (%zu "
