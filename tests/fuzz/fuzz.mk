@@ -47,7 +47,7 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJS)
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_profile.h $(FUZZ_LIB_A)
 	$(call msg,FUZZLD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_A) $(LDLIBS)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_A) $(LDLIBS) $(JSON_LDLIBS)
 
 # Seeds: workloads (with and without frame pointers, stripped and not), libc, the vDSO,
 # maps lines of live processes, encoder programs.
