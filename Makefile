@@ -44,6 +44,9 @@ CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE $(SAN_FLAGS) \
 	-Iinclude -Ilib -I. -I$(GEN) -MMD -MP
 LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
+# the OTLP/JSON reader (lib/profile/read_json.c) of report/diff/convert: the CLI, the shared
+# library and the tests link it; the collector's shim never pulls that object from the archive
+JSON_LDLIBS := -ljson-c
 LDFLAGS += $(SAN_FLAGS)
 
 SONAME := libotelprof.so.0
@@ -89,7 +92,14 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
 	$(Q)mkdir -p $(GEN)
 	$(Q)$(PROTOC_C) --c_out=$(GEN) -Iproto $<
 
-GENERATED := $(SKELS) $(PROTO_H)
+# lib/report/report.{html,css,js}: the HTML report's page, compiled into the binary
+REPORT_ASSETS := lib/report/report.html lib/report/report.css lib/report/report.js
+REPORT_ASSETS_H := $(GEN)/report/assets.h
+$(REPORT_ASSETS_H): $(REPORT_ASSETS) scripts/embed.py
+	$(call msg,EMBED,$@)
+	$(Q)python3 scripts/embed.py $@ $(REPORT_ASSETS)
+
+GENERATED := $(SKELS) $(PROTO_H) $(REPORT_ASSETS_H)
 
 # ---------------------------------------------------------------- library
 # lib/*.c is the ABI entry points; lib/STAGE/*.c and lib/runtime/NAME/*.c the stages (lib/README.md)
@@ -114,7 +124,7 @@ $(LIB_A): $(LIB_OBJS)
 $(LIB_SO): $(LIB_OBJS) include/libotelprof.map
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=include/libotelprof.map \
-		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS)
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS) $(JSON_LDLIBS)
 	$(Q)ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libotelprof.so
 
@@ -123,7 +133,8 @@ CLI := $(BUILD)/otelprof
 CLI_SRCS := $(wildcard lib/cli/*.c)
 $(CLI): $(CLI_SRCS) $(LIB_A)
 	$(call msg,CCLD,$@)
-	$(Q)$(CC) $(CFLAGS) -fvisibility=default -o $@ $(CLI_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -fvisibility=default -o $@ $(CLI_SRCS) $(LIB_A) $(LDFLAGS) $(LDLIBS) \
+		$(JSON_LDLIBS)
 
 # ---------------------------------------------------------------- tests
 # tests/unit/test_*.c: one binary each, linked with the static library (internal API).
@@ -133,7 +144,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_A)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS) $(JSON_LDLIBS)
 
 # tests/unit/fixture_*.c: helper programs the Go tests run (not counted as unit tests).
 FIXTURE_SRCS := $(wildcard tests/unit/fixture_*.c)
@@ -141,7 +152,7 @@ FIXTURE_BINS := $(patsubst tests/unit/%.c,$(BUILD)/fixtures/%,$(FIXTURE_SRCS))
 $(BUILD)/fixtures/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_A)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS) $(JSON_LDLIBS)
 
 # tests/workloads/*.c: programs the BPF tests profile. Each is built with frame pointers
 # (NAME) and without (NAME-nofp).

@@ -7,7 +7,8 @@ packages=(
 	clang clang-format llvm lld
 	libbpf-dev bpftool
 	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev liblzma-dev libzstd-dev xz-utils
-	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libjson-c-dev
+	chromium # the HTML report's test in a real browser (tests/integration/report_test.go)
 	pkg-config make gcc binutils elfutils
 	linux-perf libcap2-bin procps file
 	g++ python3 util-linux

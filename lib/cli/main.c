@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * otelprof - the standalone recorder over libotelprof: one machine, no collector.
+ * otelprof - the standalone recorder over libotelprof: one machine, no collector; and the
+ * tools to look at a profile: report (HTML), diff, convert (cli/report.c, diff.c, convert.c).
  * Exit codes: 0 success, 1 runtime failure, 2 bad usage; each failure prints one line.
  */
 #include <errno.h>
@@ -14,13 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "otelprof.h"
 
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE   2
-#define MAX_PIDS     4096
+#define MAX_PIDS 4096
 
-static const char *prog = "otelprof";
+const char *prog = "otelprof";
 static volatile sig_atomic_t stop_requested;
 static int verbosity = OTELPROF_LOG_WARN;
 static int errors_logged; /* the library already said why: no second, vaguer line */
@@ -35,14 +35,20 @@ static void usage_main(FILE *f)
 		"\n"
 		"commands:\n"
 		"  record     sample CPU stacks and write a profile (see '%s record --help')\n"
+		"  report     one self-contained HTML page: flamegraph, top functions,\n"
+		"             executables, processes and threads\n"
+		"  diff       what changed between two profiles (terminal table, --html)\n"
+		"  convert    pprof <-> OTLP <-> folded stacks\n"
 		"  version    print the CLI and library versions\n"
 		"\n"
 		"options:\n"
 		"  -h, --help     this help\n"
 		"  -V, --version  same as 'version'\n"
 		"\n"
-		"Needs root, or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH and\n"
-		"CAP_SYSLOG, and a kernel with BTF (/sys/kernel/btf/vmlinux).\n",
+		"'record' needs root, or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, "
+		"CAP_DAC_READ_SEARCH\n"
+		"and CAP_SYSLOG, and a kernel with BTF (/sys/kernel/btf/vmlinux); the other\n"
+		"commands need no privileges.\n",
 		prog, prog);
 }
 
@@ -383,6 +389,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "convert"))
+		return cmd_convert(argc - 1, argv + 1);
 	fprintf(stderr, "%s: unknown command '%s' (see '%s --help')\n", prog, argv[1], prog);
 	return EXIT_USAGE;
 }

@@ -1,7 +1,8 @@
 # libFuzzer targets (tests/fuzz/fuzz_*.c), included by the top-level Makefile.
 #
 #   make fuzz                     every target for FUZZ_SECONDS (default 60) each
-#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf cfi maps encode ...)
+#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf cfi maps encode labels pprof otlp
+#                                 otlpjson folded)
 #   make test                     runs $(BUILD)/tests/test_fuzz_smoke: every target for
 #                                 FUZZ_SMOKE_SECONDS (default 10) each
 #
@@ -30,7 +31,7 @@ FUZZ_LIB_OBJS := $(patsubst lib/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_C))
 FUZZ_LIB_A := $(FUZZ_DIR)/libotelprof-fuzz.a
 
-$(FUZZ_DIR)/obj/lib/%.o: lib/%.c $(PROTO_H) | $(DEPS_STAMP)
+$(FUZZ_DIR)/obj/lib/%.o: lib/%.c $(PROTO_H) $(REPORT_ASSETS_H) | $(DEPS_STAMP)
 	$(call msg,FUZZCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -44,15 +45,15 @@ $(FUZZ_LIB_A): $(FUZZ_LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB_A)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_profile.h $(FUZZ_LIB_A)
 	$(call msg,FUZZLD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_A) $(LDLIBS)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_A) $(LDLIBS) $(JSON_LDLIBS)
 
 # Seeds: workloads (with and without frame pointers, stripped and not), libc, the vDSO,
 # maps lines of live processes, encoder programs.
 FUZZ_SEEDS_STAMP := $(FUZZ_DIR)/seeds/.stamp
 $(FUZZ_SEEDS_STAMP): tests/fuzz/seeds.sh $(wildcard tests/fuzz/regressions/*/*) $(WORKLOADS) \
-		$(WORKLOADS_NOFP)
+		$(WORKLOADS_NOFP) $(CLI) $(BUILD)/fixtures/fixture_otlp $(BUILD)/fixtures/fixture_bigprofile
 	$(call msg,SEEDS,$(FUZZ_DIR)/seeds)
 	$(Q)BUILD=$(abspath $(BUILD)) tests/fuzz/seeds.sh $(abspath $(FUZZ_DIR)/seeds)
 	$(Q)touch $@

@@ -4,13 +4,15 @@
 #              stripped), a small shared object and the vDSO, libc cut to its first 256 KiB
 #   maps       lines of /proc/PID/maps and /proc/PID/cgroup of live processes
 #   encode     a few builder programs (any bytes are a valid program)
+#   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
+#              synthetic profile) in each format, and a hand-written OTLP/JSON document
 #   and every input that once crashed a target (tests/fuzz/regressions/)
 # Usage: BUILD=/abs/build tests/fuzz/seeds.sh DIR
 set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -87,3 +89,20 @@ done
 # strings, a mapping, a function, a location, a stack, then samples of two processes
 printf '\x00\x81A\x01\x01\x02\x03\x04\x00\x00\x00\x02\x01\x01\x01\x02\x02\x03\x01\x00\x00\x00\x01\x04\x01\x00\x05\x00\x00\x01\x02\x01\x05\x01\x00\x03\x04\x05\x06' \
 	>"$dir/encode/program"
+
+# profiles in every format the readers take
+pt=$(mktemp -d)
+if "$BUILD/fixtures/fixture_otlp" "$pt/fx.otlp" "$pt/fx.pb.gz" >/dev/null &&
+	"$BUILD/fixtures/fixture_bigprofile" --samples 400 --stacks 120 "$pt/big.pb.gz" >/dev/null; then
+	for n in fx big; do
+		gzip -dc "$pt/$n.pb.gz" >"$dir/pprof/$n.pprof"
+		"$BUILD/otelprof" convert "$pt/$n.pb.gz" "$dir/otlp/$n.otlp" --to otlp
+		"$BUILD/otelprof" convert "$pt/$n.pb.gz" "$dir/folded/$n.folded" --to folded
+	done
+	cp "$pt/fx.otlp" "$dir/otlp/fixture.otlp"
+fi
+rm -rf "$pt"
+printf 'main;work;leaf 10\nmain;other 3\n# comment\n\nmain 1\n' >"$dir/folded/small"
+# OTLP/JSON as the collector's file exporter writes it (string-table keys, hex ids), two lines
+line='{"resourceProfiles":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"7"}},{"keyStrindex":5,"value":{"stringValueStrindex":6}}]},"scopeProfiles":[{"scope":{"name":"otelprof"},"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},"periodType":{"typeStrindex":3,"unitStrindex":4},"period":"10000000","timeUnixNano":"1700000000000000000","profileId":"00112233445566778899aabbccddeeff","samples":[{"stackIndex":1,"attributeIndices":[1],"linkIndex":1,"timestampsUnixNano":["1700000000000000001","1700000000000000002"]},{"stackIndex":1,"values":["5"]}]}]}]}],"dictionary":{"mappingTable":[{},{"memoryStart":"4096","memoryLimit":"8192","filenameStrindex":7,"attributeIndices":[2]}],"locationTable":[{},{"mappingIndex":1,"address":"4100","lines":[{"functionIndex":1,"line":"3"}],"attributeIndices":[3]}],"functionTable":[{},{"nameStrindex":8,"filenameStrindex":9}],"linkTable":[{},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331"}],"stringTable":["","samples","count","cpu","nanoseconds","service.name","svc","/bin/app","main","app.c","thread.name","process.executable.build_id.gnu","profile.frame.type"],"attributeTable":[{},{"keyStrindex":10,"value":{"stringValue":"worker"}},{"keyStrindex":11,"value":{"stringValue":"aabbcc"}},{"keyStrindex":12,"value":{"stringValue":"native"}}],"stackTable":[{},{"locationIndices":[1]}]}}'
+printf '%s\n%s\n' "$line" "$line" >"$dir/otlpjson/filexporter.jsonl"
