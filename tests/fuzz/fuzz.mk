@@ -31,7 +31,7 @@ FUZZ_LIB_OBJS := $(patsubst lib/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(FUZZ_LIB_SRCS)) \
 	$(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_C))
 FUZZ_LIB_A := $(FUZZ_DIR)/libotelprof-fuzz.a
 
-$(FUZZ_DIR)/obj/lib/%.o: lib/%.c $(PROTO_H) $(REPORT_ASSETS_H) | $(DEPS_STAMP)
+$(FUZZ_DIR)/obj/lib/%.o: lib/%.c $(GENERATED) | $(DEPS_STAMP)
 	$(call msg,FUZZCC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
