@@ -9,7 +9,7 @@
 # The one change made to its go.mod: drop that replace and require the published api module of
 # the same code (v1.5.0 for v1.21.1).
 #
-# Cold build: about 8 minutes on 2 cores, ~2 GB memory, ~1.5 GB module cache. Prints the path of
+# Cold build: 8 to 15 minutes on 2 cores, ~2 GB memory, ~1.5 GB module cache. Prints the path of
 # the binary on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +42,10 @@ fail() {
 scratch=$work/scratch
 mkdir -p "$scratch"
 [ -f "$scratch/go.mod" ] || (cd "$scratch" && go mod init scratch) >>"$log" 2>&1
-dir=$(cd "$scratch" && GOWORK=off go mod download -json "github.com/grafana/pyroscope@$VERSION" |
-	sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
+(cd "$scratch" && GOWORK=off go mod download -json "github.com/grafana/pyroscope@$VERSION") \
+	>"$work/download.json" 2>>"$log" || true
+cat "$work/download.json" >>"$log"
+dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' "$work/download.json")
 [ -n "$dir" ] && [ -d "$dir" ] || fail "could not download github.com/grafana/pyroscope@$VERSION through the Go module proxy"
 
 src=$work/pyroscope-$VERSION
