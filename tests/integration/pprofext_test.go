@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +13,9 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// fetchPprof GETs a net/http/pprof URL and decodes the answer as a pprof profile.
-func fetchPprof(t *testing.T, url string) *profile.Profile {
+// fetchPprof GETs a net/http/pprof URL and decodes the answer as a pprof profile; the raw
+// answer is kept in save when save is not empty.
+func fetchPprof(t *testing.T, url, save string) *profile.Profile {
 	t.Helper()
 	c := &http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(url)
@@ -26,6 +29,11 @@ func fetchPprof(t *testing.T, url string) *profile.Profile {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	if save != "" {
+		if err := os.WriteFile(save, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p, err := profile.ParseData(body)
 	if err != nil {
@@ -54,7 +62,7 @@ func TestCollectorPprofExtension(t *testing.T) {
 	waitUntil(t, 60*time.Second, "the collector ready with the pprof extension on "+addr,
 		func() bool { return col.logContains("Everything is ready") && listening(addr) }, col)
 
-	cpu := fetchPprof(t, "http://"+addr+"/debug/pprof/profile?seconds=1")
+	cpu := fetchPprof(t, "http://"+addr+"/debug/pprof/profile?seconds=1", "")
 	if len(cpu.SampleType) == 0 || cpu.SampleType[len(cpu.SampleType)-1].Type != "cpu" ||
 		cpu.PeriodType == nil || cpu.PeriodType.Unit != "nanoseconds" {
 		t.Errorf("CPU profile: sample types %v, period type %v", cpu.SampleType, cpu.PeriodType)
@@ -66,7 +74,8 @@ func TestCollectorPprofExtension(t *testing.T) {
 		t.Errorf("CPU profile's main mapping is not the collector: %+v", cpu.Mapping)
 	}
 
-	g := fetchPprof(t, "http://"+addr+"/debug/pprof/goroutine")
+	saved := filepath.Join(t.TempDir(), "goroutine.pb.gz")
+	g := fetchPprof(t, "http://"+addr+"/debug/pprof/goroutine", saved)
 	found := false
 	for _, s := range g.Sample {
 		for _, loc := range s.Location {
@@ -79,6 +88,13 @@ func TestCollectorPprofExtension(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("goroutine profile (%d goroutines) shows no ebpfprofilerreceiver function", len(g.Sample))
+	}
+	// what the README's scraper does with it: our report reads it
+	html := filepath.Join(t.TempDir(), "collector.html")
+	if r := run(t, time.Minute, buildPath(t, "otelprof"), "report", saved, "-o", html); r.code != 0 {
+		t.Errorf("otelprof report of the scraped profile: exit %d: %s", r.code, r.stderr)
+	} else if b, _ := os.ReadFile(html); !strings.Contains(string(b), "ebpfprofilerreceiver") {
+		t.Errorf("the report of the scraped goroutine profile does not name the receiver")
 	}
 	t.Logf("CPU profile: %d samples over %v; goroutine profile: %d stacks",
 		len(cpu.Sample), time.Duration(cpu.DurationNanos), len(g.Sample))
