@@ -11,8 +11,8 @@ import (
 // resourceToSamples moves every resource attribute of pd (service.name, process.pid,
 // process.executable.*, container.id, OTEL_RESOURCE_ATTRIBUTES) onto the attributes of each
 // sample under that resource, through the dictionary's attribute_table, and leaves the resources
-// without attributes. A sample attribute of the same key is kept as it is (the sample's own
-// value wins, as the profiles spec says for a sample and its resource).
+// without attributes. A sample that already has an attribute of the same key keeps its own
+// value (a sample never gets the same key twice).
 //
 // Why (resource_attributes_on_samples): on this collector line pdata's marshallers (protobuf,
 // JSON, the gRPC client) always write resource and scope attribute keys as string-table indices
@@ -43,7 +43,7 @@ func resourceToSamples(pd pprofile.Profiles) error {
 			return i, nil
 		}
 		if strs.Len() >= math.MaxInt32 {
-			return 0, fmt.Errorf("string table full")
+			return 0, fmt.Errorf("the dictionary's string table is full")
 		}
 		strs.Append(s)
 		strIdx[s] = int32(strs.Len() - 1)
@@ -81,7 +81,7 @@ func resourceToSamples(pd pprofile.Profiles) error {
 			i, ok := attrIdx[e]
 			if !ok {
 				if table.Len() >= math.MaxInt32 {
-					err = fmt.Errorf("attribute table full")
+					err = fmt.Errorf("the dictionary's attribute table is full")
 					return false
 				}
 				kv := table.AppendEmpty()
