@@ -326,6 +326,41 @@ service:
 	return cfg, out
 }
 
+// startPyroscopeGateway runs a gateway collector: the otlp receiver (gRPC, on a free loopback
+// port) forwarding with otlp_http into Pyroscope, without queue or retries, so that a refusal
+// goes back to the agent. It returns the receiver's URL.
+func startPyroscopeGateway(t *testing.T, pyroscopeURL string) (string, *collectorProc) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %s
+exporters:
+  otlp_http:
+    endpoint: %s
+    sending_queue:
+      enabled: false
+    retry_on_failure:
+      enabled: false
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [otlp_http]
+`, addr, pyroscopeURL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gw := startCollector(t, "gateway", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+	waitUntil(t, 60*time.Second, "the gateway listening on "+addr, func() bool { return listening(addr) }, gw)
+	return "http://" + addr, gw
+}
+
 // jsonlSamples counts the CPU samples in the file exporter's OTLP/JSON lines so far.
 func jsonlSamples(t *testing.T, path string) int {
 	t.Helper()
@@ -388,7 +423,8 @@ func receiverCounters(t *testing.T, col *collectorProc) map[string]int {
 }
 
 // TestPyroscope: twohot (hot_x:hot_y = 2:1) under its own service name, profiled by our
-// collector and exported with otlp_http and with otlp_grpc into Pyroscope: no export refused,
+// collector and exported with otlp_http, with otlp_grpc, and through a gateway collector into
+// Pyroscope: no export refused,
 // every sample the collector sent is in Pyroscope, the flamegraph read back with
 // SelectMergeStacktraces names both functions with the shares the collector's own output has
 // (within 2 pp; that output converted to pprof by `otelprof convert`), under service_name =
@@ -400,11 +436,24 @@ func TestPyroscope(t *testing.T) {
 	twohot := buildPath(t, "workloads/twohot")
 	cli := buildPath(t, "otelprof")
 
-	for _, exporter := range []string{"otlp_http", "otlp_grpc"} {
-		t.Run(exporter, func(t *testing.T) {
-			svc := "twohot-" + strings.ReplaceAll(exporter, "_", "-")
+	for _, tc := range []struct {
+		name, exporter string
+		gateway        bool // agent -> otlp_grpc -> gateway (otlp receiver) -> otlp_http -> Pyroscope
+	}{
+		{"otlp_http", "otlp_http", false},
+		{"otlp_grpc", "otlp_grpc", false},
+		{"via_gateway", "otlp_grpc", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exporter := tc.exporter
+			svc := "twohot-" + strings.ReplaceAll(tc.name, "_", "-")
+			target := py.url
+			var gw *collectorProc
+			if tc.gateway {
+				target, gw = startPyroscopeGateway(t, py.url)
+			}
 			w := startBinaryEnv(t, []string{"OTEL_SERVICE_NAME=" + svc}, twohot, "120", "2", "1")
-			cfg, out := pyroscopeCollectorConfig(t, w.Process.Pid, exporter, py.url, true)
+			cfg, out := pyroscopeCollectorConfig(t, w.Process.Pid, exporter, target, true)
 			col := startCollector(t, "collector", nil, "--config", cfg,
 				"--feature-gates=service.profilesSupport")
 			waitUntil(t, 120*time.Second, "600 samples of twohot exported", func() bool {
@@ -416,6 +465,12 @@ func TestPyroscope(t *testing.T) {
 			c := receiverCounters(t, col)
 			if c["consume_errors"] != 0 || c["samples_refused"] != 0 || col.logContains("Exporting failed") {
 				t.Fatalf("exports refused: %v\n%s", c, col.tail(6))
+			}
+			if gw != nil {
+				gw.stop(t, 30*time.Second)
+				if gw.logContains("Exporting failed") {
+					t.Fatalf("the gateway's exports refused:\n%s", gw.tail(6))
+				}
 			}
 			sent := jsonlSamples(t, out)
 			if c["samples_delivered"] != sent {
@@ -454,8 +509,9 @@ func TestPyroscope(t *testing.T) {
 				got := 100 * float64(f.onStack[fn]) / float64(f.total)
 				within(t, fn+" in Pyroscope vs the pprof file", got, want[fn], 2)
 			}
-			// and the file itself has the program's 2:1
-			within(t, "hot_x in the pprof file (2:1 of the work)", want["hot_x"], 100*2.0/3, 8)
+			// and the file itself has about the program's 2:1 (sampling on a loaded 2-core
+			// machine strays a few points; a swap or a lost function would be 33 points)
+			within(t, "hot_x in the pprof file (2:1 of the work)", want["hot_x"], 100*2.0/3, 12)
 
 			names := py.serviceNames(t)
 			found := false
@@ -479,7 +535,7 @@ func TestPyroscope(t *testing.T) {
 					break
 				}
 			}
-			t.Logf("%s: %d samples sent and read back; %d series", exporter, sent, len(series))
+			t.Logf("%s: %d samples sent and read back; %d series", tc.name, sent, len(series))
 		})
 	}
 
