@@ -30,6 +30,14 @@ char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
 
+/*
+ * Drop-in for the upstream receiver (issue 22): record the idle task's samples (its kernel
+ * stack) instead of counting them (send_idle_frames), and the switch probabilistic profiling
+ * flips from user space at each interval (lib/sample/sampler.c, op_sampler_pause()).
+ */
+const volatile bool idle_frames = false;
+volatile bool sampling_paused = false;
+
 /* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
 static __always_inline void read_labels(struct op_trace *t, struct task_struct *task)
 {
@@ -65,7 +73,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	bool refresh = false;
 	long n;
 
-	if (pid == 0) {
+	if (sampling_paused)
+		return 0;
+	if (pid == 0 && !idle_frames) {
 		count(OP_CNT_IDLE);
 		return 0;
 	}

@@ -192,6 +192,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	}
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->labels_enabled = opts->labels;
+	s->skel->rodata->idle_frames = opts->idle_frames;
 	set_offcpu(s->skel, opts->off_cpu_threshold);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
@@ -382,6 +383,12 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 	if (n == 0)
 		n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
+}
+
+void op_sampler_pause(struct op_sampler *s, bool paused)
+{
+	if (s && s->skel->bss)
+		__atomic_store_n(&s->skel->bss->sampling_paused, paused, __ATOMIC_RELAXED);
 }
 
 int op_sampler_drain(struct op_sampler *s)
