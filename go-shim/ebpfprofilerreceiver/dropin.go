@@ -344,8 +344,14 @@ func (u *Upstream) validate() []error {
 		errs = append(errs, fmt.Errorf("clock_sync_interval: must not be negative, got %s",
 			u.ClockSyncInterval))
 	}
-	_, perrs := u.probeSpecs()
+	specs, perrs := u.probeSpecs()
 	errs = append(errs, perrs...)
+	if len(specs) > 0 {
+		// Refused rather than accepted and ignored: nothing here samples on a probe yet.
+		errs = append(errs, fmt.Errorf("probe_links/probes: sampling stacks when a traced "+
+			"function is hit is not supported by this receiver yet (%s); remove the key, "+
+			"or keep the upstream receiver for probes", specs[0]))
+	}
 	if u.FrameCacheSize < minFrameCacheSize || u.FrameCacheSize > maxFrameCacheSize {
 		errs = append(errs, fmt.Errorf("frame_cache_size: must be between %d and %d, got %d",
 			minFrameCacheSize, maxFrameCacheSize, u.FrameCacheSize))

@@ -225,15 +225,25 @@ func (r *profilesReceiver) report(ctx context.Context) {
 	r.samples.Add(samples)
 }
 
-// sampleCount is the number of CPU samples in a batch: the library aggregates identical
-// stacks of a thread into one record whose value is their count.
+// sampleCount is the number of samples in a batch: the library aggregates identical stacks
+// of a thread into one record whose value is their count. In a profile whose values are not
+// counts (off_cpu/nanoseconds) each event (timestamp) is one sample.
 func sampleCount(pd pprofile.Profiles) uint64 {
 	var n uint64
+	strs := pd.Dictionary().StringTable()
 	for _, rp := range pd.ResourceProfiles().All() {
 		for _, sp := range rp.ScopeProfiles().All() {
 			for _, prof := range sp.Profiles().All() {
+				counts := true
+				if i := int(prof.SampleType().UnitStrindex()); i > 0 && i < strs.Len() {
+					counts = strs.At(i) == "count"
+				}
 				for _, smp := range prof.Samples().All() {
-					n += sampleWeight(smp)
+					if counts {
+						n += sampleWeight(smp)
+					} else {
+						n += uint64(max(smp.TimestampsUnixNano().Len(), 1))
+					}
 				}
 			}
 		}
