@@ -162,6 +162,14 @@ func TestDropinMigrationConfig(t *testing.T) {
 			}
 		}
 	}
+	// send_idle_frames: the idle task's samples (pid 0) are recorded
+	idle := 0
+	if pr := byPID[0]; pr != nil {
+		for _, s := range pr.samples {
+			idle += s.weight
+		}
+	}
+	t.Logf("%d samples of the idle task", idle)
 	// the keys without an equivalent are logged once, the tracer without an unwinder warned
 	for _, want := range []string{"without an equivalent here are accepted and do nothing",
 		"map_scale_factor", "max_grpc_retries", "no unwinder for these runtimes yet", "perl"} {
