@@ -725,10 +725,12 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 			i++;
 		}
 	}
-	if (t->flags & OP_TRACE_USER_TRUNCATED)
+	if (p->opts.no_error_frames)
+		; /* send_error_frames off: the stack ends at its last good frame */
+	else if (t->flags & OP_TRACE_USER_TRUNCATED)
 		locs[n++] = marker_location(p, "[truncated]");
 	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
-		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS && !p->opts.no_error_frames) {
+		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS) {
 		char what[64];
 
 		snprintf(what, sizeof(what), "[unwind error: %s]",

@@ -517,3 +517,95 @@ func startUpstream(t *testing.T, shim, bin string, args ...string) *collectorPro
 	})
 	return c
 }
+
+// abortShare is the share of pid's samples whose stack ends in an abort-marker frame (an
+// "[unwind error: reason]" marker) and their number.
+func abortShare(t *testing.T, out string, pid int) (float64, int) {
+	t.Helper()
+	batches, err := readProtoFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, marked := 0, 0
+	for _, pd := range batches {
+		dict := pd.Dictionary()
+		strs, attrs, locs := dict.StringTable(), dict.AttributeTable(), dict.LocationTable()
+		isAbort := func(li int32) bool {
+			if int(li) >= locs.Len() {
+				return false
+			}
+			for _, ai := range locs.At(int(li)).AttributeIndices().All() {
+				if int(ai) < attrs.Len() {
+					a := attrs.At(int(ai))
+					if int(a.KeyStrindex()) < strs.Len() && strs.At(int(a.KeyStrindex())) == "profile.frame.type" &&
+						a.Value().AsString() == "abort-marker" {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		for _, rp := range pd.ResourceProfiles().All() {
+			if v, ok := rp.Resource().Attributes().Get("process.pid"); !ok || v.Int() != int64(pid) {
+				continue
+			}
+			for _, sp := range rp.ScopeProfiles().All() {
+				for _, prof := range sp.Profiles().All() {
+					for _, smp := range prof.Samples().All() {
+						w := 0
+						for _, v := range smp.Values().All() {
+							w += int(v)
+						}
+						if w == 0 {
+							w = smp.TimestampsUnixNano().Len()
+						}
+						n += w
+						if si := int(smp.StackIndex()); si < dict.StackTable().Len() {
+							for _, li := range dict.StackTable().At(si).LocationIndices().All() {
+								if isAbort(li) {
+									marked += w
+									break
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(marked) / float64(n), n
+}
+
+// TestDropinErrorFrames: a recursion 300 deep is more than a walk takes (128 frames), a walk
+// error as upstream's (stack length exceeded); send_error_frames says whether such stacks
+// carry the marker frame (upstream's abort-marker) or end at their last good frame.
+func TestDropinErrorFrames(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []struct {
+		send bool
+	}{{true}, {false}} {
+		t.Run(fmt.Sprintf("send_error_frames=%v", c.send), func(t *testing.T) {
+			w := startWorkload(t, "bench_deep", "60", "300")
+			cfg, out := fileCollectorConfig(t, w.Process.Pid, "samples_per_second: 199",
+				fmt.Sprintf("send_error_frames: %v", c.send))
+			col := startCollector(t, "collector", nil, "--config", cfg,
+				"--feature-gates=service.profilesSupport")
+			waitUntil(t, 60*time.Second, "200 samples of the workload", func() bool {
+				_, n := abortShare(t, out, w.Process.Pid)
+				return n >= 200
+			}, col)
+			col.stop(t, 30*time.Second)
+			share, n := abortShare(t, out, w.Process.Pid)
+			t.Logf("%d samples, %.0f%% end in an abort-marker frame", n, 100*share)
+			if c.send && share < 0.5 {
+				t.Errorf("abort-marker share %.2f with send_error_frames, want the walk's errors marked", share)
+			}
+			if !c.send && share != 0 {
+				t.Errorf("abort-marker share %.2f without send_error_frames, want 0", share)
+			}
+		})
+	}
+}
