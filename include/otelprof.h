@@ -130,6 +130,13 @@ OTELPROF_API otelprof_log_fn otelprof_set_log(otelprof_log_fn fn, void *ctx,
 #define OTELPROF_DEFAULT_FREQUENCY 20
 #define OTELPROF_MAX_FREQUENCY	   10000
 
+/* A traced function (struct otelprof_opts.probes). */
+struct otelprof_probe {
+	const char *binary; /* path of the executable or library */
+	const char *symbol; /* its function, by ELF symbol name */
+	bool ret;	    /* on return (uretprobe) instead of entry */
+};
+
 /*
  * struct otelprof_opts - options for otelprof_open(). Set @sz to sizeof(struct otelprof_opts)
  * (OTELPROF_OPTS_INIT does it); zero fields take defaults. A larger @sz from a newer caller is
@@ -185,6 +192,14 @@ struct otelprof_opts {
 	bool no_error_frames;
 	bool idle_frames;
 	uint64_t clock_sync_interval_ns;
+	/*
+	 * @probes, @probe_cnt: functions whose every call (or return, @ret) is a sample of the
+	 * stack at that point - the upstream receiver's probe_links `uprobe:<binary>:<symbol>`
+	 * (`uretprobe:` sets @ret). In every process that maps @binary (or only the target pids).
+	 * Their samples form a profile of their own per process, sample type events/count.
+	 */
+	const struct otelprof_probe *probes;
+	size_t probe_cnt;
 };
 
 #define OTELPROF_OPTS_INIT                         \

@@ -106,8 +106,9 @@ struct otelprof {
 
 	/* issue 22: copies of the option strings; probabilistic profiling (reader thread) */
 	char *runtimes_off, *env_vars;
-	uint64_t prob_next_ns;	/* CLOCK_MONOTONIC start of the next interval; 0 = off */
-	uint64_t clock_next_ns; /* CLOCK_MONOTONIC time of the next clock sync; 0 = never */
+	struct otelprof_probe *probes; /* deep copy of opts.probes */
+	uint64_t prob_next_ns;	       /* CLOCK_MONOTONIC start of the next interval; 0 = off */
+	uint64_t clock_next_ns;	       /* CLOCK_MONOTONIC time of the next clock sync; 0 = never */
 	unsigned int prob_seed;
 
 	pthread_mutex_t state_lock; /* serialises start/stop */
@@ -300,6 +301,19 @@ defaults:
 		       "(the length of the intervals sampling is on or off), got 0",
 		       out->probabilistic_threshold);
 		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->probe_cnt && !out->probes) {
+		op_err("invalid options: probe_cnt is %zu but probes is NULL", out->probe_cnt);
+		return -OTELPROF_ERR_OPTS;
+	}
+	for (size_t i = 0; i < out->probe_cnt; i++) {
+		if (!out->probes[i].binary || !*out->probes[i].binary || !out->probes[i].symbol ||
+		    !*out->probes[i].symbol) {
+			op_err("invalid probe %zu: it needs a binary and a symbol "
+			       "(uprobe:<binary>:<symbol>)",
+			       i);
+			return -OTELPROF_ERR_OPTS;
+		}
 	}
 	if (out->pid_cnt > OP_MAX_TARGET_PIDS) {
 		op_err("too many target pids (%zu): at most %d", out->pid_cnt, OP_MAX_TARGET_PIDS);
@@ -763,7 +777,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.tid = t->tid,
 		.thread_name = thread,
 		.cpu = t->cpu,
-		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU : OP_SAMPLE_CPU,
+		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU
+			: t->origin == OP_ORIGIN_PROBE ? OP_SAMPLE_PROBE
+						       : OP_SAMPLE_CPU,
 		.value = (int64_t)t->value,
 		.thread_state = t->origin == OP_ORIGIN_OFF_CPU ? thread_state_name(t->state) : NULL,
 		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
@@ -1268,6 +1284,23 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	}
 	p->opts.runtimes_off = p->runtimes_off;
 	p->opts.include_env_vars = p->env_vars;
+	if (p->opts.probe_cnt) {
+		p->probes = calloc(p->opts.probe_cnt, sizeof(*p->probes));
+		if (!p->probes) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < p->opts.probe_cnt; i++) {
+			p->probes[i].ret = p->opts.probes[i].ret;
+			p->probes[i].binary = strdup(p->opts.probes[i].binary);
+			p->probes[i].symbol = strdup(p->opts.probes[i].symbol);
+			if (!p->probes[i].binary || !p->probes[i].symbol) {
+				err = -ENOMEM;
+				goto fail;
+			}
+		}
+		p->opts.probes = p->probes;
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		op_err("kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with "
 		       "CONFIG_DEBUG_INFO_BTF=y");
@@ -1301,6 +1334,8 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;
 	so.idle_frames = p->opts.idle_frames;
+	so.probes = p->opts.probes;
+	so.probe_cnt = p->opts.probe_cnt;
 	so.on_event = on_event;
 	so.ctx = p;
 	err = op_sampler_open(&so, &p->sampler);
@@ -1517,5 +1552,10 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	free(p->pids);
 	free(p->runtimes_off);
 	free(p->env_vars);
+	for (size_t i = 0; p->probes && i < p->opts.probe_cnt; i++) {
+		free((char *)p->probes[i].binary);
+		free((char *)p->probes[i].symbol);
+	}
+	free(p->probes);
 	free(p);
 }

@@ -346,11 +346,13 @@ func (u *Upstream) validate() []error {
 	}
 	specs, perrs := u.probeSpecs()
 	errs = append(errs, perrs...)
-	if len(specs) > 0 {
-		// Refused rather than accepted and ignored: nothing here samples on a probe yet.
-		errs = append(errs, fmt.Errorf("probe_links/probes: sampling stacks when a traced "+
-			"function is hit is not supported by this receiver yet (%s); remove the key, "+
-			"or keep the upstream receiver for probes", specs[0]))
+	for _, p := range specs {
+		if p.Target == "" {
+			// Refused rather than accepted and ignored: no kernel probes here yet.
+			errs = append(errs, fmt.Errorf("probe_links/probes: %s: kernel probes are not "+
+				"supported by this receiver yet (uprobe and uretprobe are); remove it, or keep "+
+				"the upstream receiver for kernel probes", p))
+		}
 	}
 	if u.FrameCacheSize < minFrameCacheSize || u.FrameCacheSize > maxFrameCacheSize {
 		errs = append(errs, fmt.Errorf("frame_cache_size: must be between %d and %d, got %d",
@@ -460,6 +462,13 @@ func (u *Upstream) apply(o *otelprof.Options) {
 	o.NoErrorFrames = !u.SendErrorFrames
 	o.IdleFrames = u.SendIdleFrames
 	o.ClockSyncInterval = u.ClockSyncInterval
+	specs, _ := u.probeSpecs()
+	for _, p := range specs {
+		if p.Target != "" {
+			o.Probes = append(o.Probes, otelprof.Probe{Binary: p.Target, Symbol: p.Symbol,
+				Ret: p.Mode == "uretprobe"})
+		}
+	}
 }
 
 // jittered is d varied by up to ± jitter·d (upstream's libpf.AddJitter).

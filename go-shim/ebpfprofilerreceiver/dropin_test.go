@@ -127,7 +127,7 @@ func TestUpstreamValidation(t *testing.T) {
 		{"pin_cpu_ids", "a-b", "pin_cpu_ids"},
 		{"probe_links", []any{"uprobe:/bin/true"}, "probe_links: invalid format"},
 		{"probe_links", []any{"xprobe:foo"}, `unknown probe type "xprobe"`},
-		{"probe_links", []any{"uprobe:/bin/bash:readline"}, "not supported by this receiver yet"},
+		{"probe_links", []any{"kprobe:vfs_open"}, "kernel probes are not supported by this receiver yet"},
 		{"probes", []any{map[string]any{"type": "kprobe", "mode": "uprobe", "symbol": "f"}}, "probes[0]"},
 		{"error_mode", "sometimes", "error_mode"},
 	} {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "bpf/types.h"
+#include "otelprof.h"
 
 /* Called for each record (struct op_trace / op_proc_event, type in op_event_hdr). */
 typedef void (*op_event_fn)(void *ctx, const void *data, size_t size);
@@ -24,7 +25,9 @@ struct op_sampler_opts {
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;
-	bool idle_frames; /* record the idle task's samples (pid 0) */
+	bool idle_frames;		     /* record the idle task's samples (pid 0) */
+	const struct otelprof_probe *probes; /* uprobes sampling the stack (probe_links) */
+	size_t probe_cnt;
 	op_event_fn on_event;
 	void *ctx;
 };

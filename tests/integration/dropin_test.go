@@ -609,3 +609,114 @@ func TestDropinErrorFrames(t *testing.T) {
 		})
 	}
 }
+
+// probeWorkload is a C program whose function traced() is called three times from caller_a
+// for each call from caller_b, about 4000 times a second.
+const probeWorkload = `#include <unistd.h>
+volatile int sink;
+__attribute__((noinline)) void traced(int i) { sink += i; __asm__ volatile(""); }
+__attribute__((noinline)) void caller_a(void) { traced(1); traced(2); traced(3); __asm__ volatile(""); }
+__attribute__((noinline)) void caller_b(void) { traced(4); __asm__ volatile(""); }
+int main(void) { for (;;) { caller_a(); caller_b(); usleep(1000); } }
+`
+
+// eventStacks are the events/count samples of pid: each sample's function names, leaf first,
+// with its number of events; and the sample types of pid's profiles.
+func eventStacks(t *testing.T, batches []pprofile.Profiles, pid int) (map[string]int, map[string]bool) {
+	t.Helper()
+	stacks, types := map[string]int{}, map[string]bool{}
+	for _, pd := range batches {
+		dict := pd.Dictionary()
+		strs := dict.StringTable()
+		str := func(i int32) string {
+			if int(i) < strs.Len() {
+				return strs.At(int(i))
+			}
+			return "?"
+		}
+		for _, rp := range pd.ResourceProfiles().All() {
+			if v, ok := rp.Resource().Attributes().Get("process.pid"); !ok || v.Int() != int64(pid) {
+				continue
+			}
+			for _, sp := range rp.ScopeProfiles().All() {
+				for _, prof := range sp.Profiles().All() {
+					st := str(prof.SampleType().TypeStrindex()) + "/" + str(prof.SampleType().UnitStrindex())
+					types[st] = true
+					if st != "events/count" {
+						continue
+					}
+					for _, smp := range prof.Samples().All() {
+						w := 0
+						for _, v := range smp.Values().All() {
+							w += int(v)
+						}
+						var names []string
+						if si := int(smp.StackIndex()); si < dict.StackTable().Len() {
+							for _, li := range dict.StackTable().At(si).LocationIndices().All() {
+								loc := dict.LocationTable().At(int(li))
+								for _, ln := range loc.Lines().All() {
+									names = append(names, str(dict.FunctionTable().At(int(ln.FunctionIndex())).NameStrindex()))
+								}
+							}
+						}
+						stacks[strings.Join(names, ";")] += w
+					}
+				}
+			}
+		}
+	}
+	return stacks, types
+}
+
+// TestDropinProbeLinks: a uprobe link on traced() samples the stack at each call: an
+// events/count profile whose stacks start at traced, called from caller_a three times as
+// often as from caller_b.
+func TestDropinProbeLinks(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "probe.c")
+	bin := filepath.Join(dir, "probe")
+	if err := os.WriteFile(src, []byte(probeWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, nil, "cc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", bin, src)
+	w := startBinaryEnv(t, nil, bin)
+	cfg, out := fileCollectorConfig(t, w.Process.Pid, "samples_per_second: 19",
+		fmt.Sprintf("probe_links: [\"uprobe:%s:traced\"]", bin))
+	col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+	var stacks map[string]int
+	var types map[string]bool
+	total := 0
+	waitUntil(t, 60*time.Second, "2000 probe events of the workload", func() bool {
+		b, err := readProtoFile(out)
+		if err != nil {
+			return false
+		}
+		stacks, types = eventStacks(t, b, w.Process.Pid)
+		total = 0
+		for _, n := range stacks {
+			total += n
+		}
+		return total >= 2000
+	}, col)
+	col.stop(t, 30*time.Second)
+	a, b := 0, 0
+	for s, n := range stacks {
+		if !strings.HasPrefix(s, "traced;") {
+			t.Errorf("event stack %q (%d) does not start at the traced function", s, n)
+		}
+		switch {
+		case strings.HasPrefix(s, "traced;caller_a;main"):
+			a += n
+		case strings.HasPrefix(s, "traced;caller_b;main"):
+			b += n
+		}
+	}
+	t.Logf("%d events: caller_a %d, caller_b %d; sample types %v", total, a, b, types)
+	if float64(a+b) < 0.95*float64(total) {
+		t.Errorf("only %d of %d events have traced;caller_x;main stacks: %v", a+b, total, stacks)
+	}
+	if r := float64(a) / float64(a+b); r < 0.72 || r > 0.78 {
+		t.Errorf("caller_a share %.3f of the events, want 0.75 (3 calls in 4)", r)
+	}
+}

@@ -70,6 +70,14 @@ type Options struct {
 	IdleFrames bool
 	// ClockSyncInterval is how often the wall clock's offset is measured again; 0 = once.
 	ClockSyncInterval time.Duration
+	// Probes are functions whose every call (or return) is a sample (struct otelprof_probe).
+	Probes []Probe
+}
+
+// Probe is a traced function: Symbol in the executable or library Binary, on return if Ret.
+type Probe struct {
+	Binary, Symbol string
+	Ret            bool
 }
 
 // Stats mirrors struct otelprof_stats.

@@ -120,6 +120,19 @@ func Open(opts Options) (*Profiler, error) {
 	o.no_error_frames = C.bool(opts.NoErrorFrames)
 	o.idle_frames = C.bool(opts.IdleFrames)
 	o.clock_sync_interval_ns = C.uint64_t(opts.ClockSyncInterval.Nanoseconds())
+	if n := len(opts.Probes); n > 0 {
+		probes := (*C.struct_otelprof_probe)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_otelprof_probe{}))))
+		defer C.free(unsafe.Pointer(probes))
+		for i, dst := 0, unsafe.Slice(probes, n); i < n; i++ {
+			dst[i].binary = C.CString(opts.Probes[i].Binary)
+			defer C.free(unsafe.Pointer(dst[i].binary))
+			dst[i].symbol = C.CString(opts.Probes[i].Symbol)
+			defer C.free(unsafe.Pointer(dst[i].symbol))
+			dst[i].ret = C.bool(opts.Probes[i].Ret)
+		}
+		o.probes = probes
+		o.probe_cnt = C.size_t(n)
+	}
 	if n := len(opts.PIDs); n > 0 {
 		pids := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int(0)))))
 		defer C.free(unsafe.Pointer(pids))
