@@ -395,11 +395,24 @@ func TestDropinSideBySide(t *testing.T) {
 	}
 	bin := buildGoLabels(t, "", false)
 	w := startBinaryEnv(t, []string{"DROPIN_SIDE=1", "OTEL_SERVICE_NAME=checkout"}, bin, "60")
-	receiver := `    samples_per_second: 97
+	// a traced function for both receivers' probes (upstream HEAD's `probes` spelling)
+	dir := t.TempDir()
+	probeSrc, probeBin := filepath.Join(dir, "probe.c"), filepath.Join(dir, "probe")
+	if err := os.WriteFile(probeSrc, []byte(probeWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, nil, "cc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", probeBin, probeSrc)
+	pw := startBinaryEnv(t, []string{"DROPIN_SIDE=2"}, probeBin)
+	receiver := fmt.Sprintf(`    samples_per_second: 97
     reporter_interval: 2s
     include_env_vars: "DROPIN_SIDE"
     send_error_frames: true
-`
+    probes:
+      - type: kprobe
+        mode: uprobe
+        target: %s
+        symbol: traced
+`, probeBin)
 	write := func(name, typ string) (string, string) {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "profiles.pb")
@@ -435,9 +448,16 @@ service:
 		pr := otlpByPid(t, b)[int64(w.Process.Pid)]
 		return pr != nil && len(pr.samples) >= 20
 	}
-	waitUntil(t, 90*time.Second, "samples of the Go workload from both receivers", func() bool {
-		return has(upOut) && has(ourOut)
-	}, ours)
+	probed := func(out string) bool {
+		b, err := readProtoFile(out)
+		if err != nil {
+			return false
+		}
+		st, _ := eventStacks(t, b, pw.Process.Pid)
+		return len(st) > 0
+	}
+	waitUntil(t, 90*time.Second, "samples of the Go workload and probe events from both receivers",
+		func() bool { return has(upOut) && has(ourOut) && probed(upOut) && probed(ourOut) }, ours)
 	ours.stop(t, 30*time.Second)
 	up.stop(t, 30*time.Second)
 	ub, err := readProtoFile(upOut)
