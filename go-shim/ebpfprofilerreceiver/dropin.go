@@ -387,6 +387,9 @@ func (u *Upstream) validate() []error {
 	return errs
 }
 
+// maxCPUs bounds CPU numbers (the kernel's largest NR_CPUS).
+const maxCPUs = 8192
+
 // parseCPURange parses a CPU list as /sys/devices/system/cpu/online writes it ("0-3,6").
 func parseCPURange(s string) ([]int, error) {
 	var cpus []int
@@ -402,6 +405,9 @@ func parseCPURange(s string) ([]int, error) {
 			if b, err = strconv.Atoi(hi); err != nil || b < a {
 				return nil, fmt.Errorf("%q is not a CPU range (e.g. 0-3)", part)
 			}
+		}
+		if b >= maxCPUs {
+			return nil, fmt.Errorf("%q: CPU numbers go up to %d", part, maxCPUs-1)
 		}
 		for c := a; c <= b; c++ {
 			cpus = append(cpus, c)

@@ -182,3 +182,29 @@ func TestJitter(t *testing.T) {
 		t.Error("jitter 0 changed the interval")
 	}
 }
+
+// FuzzUpstreamParsers: the parsers of the upstream keys' strings never panic, and what they
+// accept is well formed (go test -fuzz=FuzzUpstreamParsers).
+func FuzzUpstreamParsers(f *testing.F) {
+	for _, s := range []string{"all", "native,go", "all,-python", "PYTHON, v8", "uprobe:/bin/sh:main",
+		"kprobe:vfs_open", "0-3,6", "", ",", "-", "uretprobe::x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if on, err := parseTracers(s); err == nil {
+			for name := range on {
+				if _, ok := tracerRuntimes[name]; !ok {
+					t.Fatalf("parseTracers(%q) enabled unknown %q", s, name)
+				}
+			}
+		}
+		if p, err := parseProbeLink(s); err == nil {
+			if p.Symbol == "" || (p.Mode == "uprobe" || p.Mode == "uretprobe") && p.Target == "" {
+				t.Fatalf("parseProbeLink(%q) = %+v", s, p)
+			}
+		}
+		if cpus, err := parseCPURange(s); err == nil && len(cpus) == 0 {
+			t.Fatalf("parseCPURange(%q) accepted no CPU", s)
+		}
+	})
+}
