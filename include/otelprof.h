@@ -200,6 +200,11 @@ struct otelprof_opts {
 	 */
 	const struct otelprof_probe *probes;
 	size_t probe_cnt;
+	/*
+	 * @runtimes_wanted: comma-separated runtime names the user asked for by name (the
+	 * upstream `tracers`); one this library does not have is warned about once at open.
+	 */
+	const char *runtimes_wanted;
 };
 
 #define OTELPROF_OPTS_INIT                         \

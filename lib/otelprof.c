@@ -105,7 +105,7 @@ struct otelprof {
 	struct offcpu_pending *pending;
 
 	/* issue 22: copies of the option strings; probabilistic profiling (reader thread) */
-	char *runtimes_off, *env_vars;
+	char *runtimes_off, *env_vars, *runtimes_wanted;
 	struct otelprof_probe *probes; /* deep copy of opts.probes */
 	uint64_t prob_next_ns;	       /* CLOCK_MONOTONIC start of the next interval; 0 = off */
 	uint64_t clock_next_ns;	       /* CLOCK_MONOTONIC time of the next clock sync; 0 = never */
@@ -412,6 +412,26 @@ static void runtimes_open(struct otelprof *p)
 			continue;
 		}
 		p->runtimes[rt->kind] = rt;
+	}
+}
+
+/* A runtime asked for by name that this library does not have (or that did not start). */
+static void runtimes_check_wanted(struct otelprof *p)
+{
+	for (const char *s = p->runtimes_wanted; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		bool have = false;
+
+		for (int k = 0; k < OP_RUNTIME_MAX && !have; k++)
+			have = p->runtimes[k] && strlen(p->runtimes[k]->name) == l &&
+			       !memcmp(p->runtimes[k]->name, s, l);
+		if (!have && l)
+			op_warn("tracers: %.*s is named but not running in this library (not built "
+				"in, "
+				"or unavailable: see above); its code shows as native frames",
+				(int)l, s);
+		s += l + (e != NULL);
 	}
 }
 
@@ -1282,6 +1302,12 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		err = -ENOMEM;
 		goto fail;
 	}
+	if (p->opts.runtimes_wanted && *p->opts.runtimes_wanted &&
+	    !(p->runtimes_wanted = strdup(p->opts.runtimes_wanted))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	p->opts.runtimes_wanted = p->runtimes_wanted;
 	p->opts.runtimes_off = p->runtimes_off;
 	p->opts.include_env_vars = p->env_vars;
 	if (p->opts.probe_cnt) {
@@ -1350,6 +1376,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		else
 			runtimes_open(p);
 	}
+	runtimes_check_wanted(p);
 	/* Read the targets' maps now, while they surely exist. */
 	for (size_t i = 0; i < p->opts.pid_cnt; i++) {
 		op_proctab_get(p->procs, p->opts.pids[i]);
@@ -1552,6 +1579,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	free(p->pids);
 	free(p->runtimes_off);
 	free(p->env_vars);
+	free(p->runtimes_wanted);
 	for (size_t i = 0; p->probes && i < p->opts.probe_cnt; i++) {
 		free((char *)p->probes[i].binary);
 		free((char *)p->probes[i].symbol);

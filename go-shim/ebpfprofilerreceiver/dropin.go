@@ -157,9 +157,6 @@ var tracerRuntimes = map[string][]string{
 var tracerAliases = map[string]string{"golabels": "go", "customlabels": "labels", "node": "v8",
 	"java": "hotspot", "jvm": "hotspot"}
 
-// libraryRuntimes are the op_runtime names the library implements (see tracerRuntimes).
-var libraryRuntimes = []string{"golabels", "customlabels", "python", "v8", "hotspot"}
-
 // parseTracers is upstream's tracer-string parser (tracer/types.Parse): comma-separated,
 // case-insensitive names, `all`, and `native` (always on, accepted). Unknown names fail as
 // upstream's do. Our extension: `-name` removes a tracer (e.g. "all,-python"). It returns
@@ -223,22 +220,25 @@ func (u *Upstream) enabledTracers() (map[string]bool, error) {
 	return on, nil
 }
 
-// explicitTracers are the names the user wrote (not through `all`), for the warning about
-// tracers with nothing to turn on.
-func (u *Upstream) explicitTracers() []string {
-	var out []string
+// namedTracers are the upstream names the user turned on by name (not through `all`): the
+// ones with no runtime here are warned about at start, the others are passed to the library,
+// which warns about any it does not have (a runtime not built into it).
+func (u *Upstream) namedTracers() (noRuntime []string, runtimes []string) {
 	for _, name := range strings.Split(u.Tracers, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
 		if a, ok := tracerAliases[name]; ok {
 			name = a
 		}
-		if rts, ok := tracerRuntimes[name]; ok && !slices.ContainsFunc(rts, func(r string) bool {
-			return slices.Contains(libraryRuntimes, r)
-		}) {
-			out = append(out, name)
+		rts, ok := tracerRuntimes[name]
+		switch {
+		case !ok:
+		case len(rts) == 0:
+			noRuntime = append(noRuntime, name)
+		default:
+			runtimes = append(runtimes, rts...)
 		}
 	}
-	return out
+	return noRuntime, runtimes
 }
 
 // probeSpec is one probe to attach: mode (uprobe, uretprobe, kprobe, kretprobe), target
@@ -456,6 +456,7 @@ func (u *Upstream) apply(o *otelprof.Options) {
 		}
 	}
 	slices.Sort(o.RuntimesOff)
+	_, o.RuntimesWanted = u.namedTracers()
 	for _, v := range strings.Split(u.IncludeEnvVars, ",") {
 		if v = strings.TrimSpace(v); v != "" {
 			o.IncludeEnvVars = append(o.IncludeEnvVars, v)
@@ -533,7 +534,7 @@ func (u *Upstream) logDropin(logger *zap.Logger) {
 		logger.Info("upstream receiver keys without an equivalent here are accepted and do "+
 			"nothing (README.md, Migrating from the upstream receiver)", f...)
 	}
-	if names := u.explicitTracers(); len(names) > 0 {
+	if names, _ := u.namedTracers(); len(names) > 0 {
 		logger.Warn("tracers: no unwinder for these runtimes yet; their code shows as native "+
 			"frames", zap.Strings("tracers", names))
 	}

@@ -164,8 +164,10 @@ func TestParseTracers(t *testing.T) {
 	}
 	cfg := createDefaultConfig()
 	cfg.Tracers = "python,perl,ruby"
-	if got := cfg.explicitTracers(); !slices.Equal(got, []string{"perl", "ruby"}) {
-		t.Errorf("warned tracers %v, want [perl ruby]", got)
+	noRuntime, wanted := cfg.namedTracers()
+	if !slices.Equal(noRuntime, []string{"perl", "ruby"}) || !slices.Equal(wanted, []string{"python"}) {
+		t.Errorf("named tracers: without a runtime %v, want [perl ruby]; runtimes %v, want [python]",
+			noRuntime, wanted)
 	}
 }
 

@@ -72,6 +72,8 @@ type Options struct {
 	ClockSyncInterval time.Duration
 	// Probes are functions whose every call (or return) is a sample (struct otelprof_probe).
 	Probes []Probe
+	// RuntimesWanted names runtimes asked for by name; the library warns about one it lacks.
+	RuntimesWanted []string
 }
 
 // Probe is a traced function: Symbol in the executable or library Binary, on return if Ret.

@@ -110,6 +110,11 @@ func Open(opts Options) (*Profiler, error) {
 		defer C.free(unsafe.Pointer(cs))
 		o.runtimes_off = cs
 	}
+	if len(opts.RuntimesWanted) > 0 {
+		cs := C.CString(strings.Join(opts.RuntimesWanted, ","))
+		defer C.free(unsafe.Pointer(cs))
+		o.runtimes_wanted = cs
+	}
 	if len(opts.IncludeEnvVars) > 0 {
 		cs := C.CString(strings.Join(opts.IncludeEnvVars, ","))
 		defer C.free(unsafe.Pointer(cs))
