@@ -302,11 +302,12 @@ func TestDropinProbabilistic(t *testing.T) {
 
 // keySets is what backends key on in a receiver's output.
 type keySets struct {
-	sampleTypes, resourceKeys, sampleKeys, frameTypes map[string]bool
+	sampleTypes, resourceKeys, sampleKeys, frameTypes, locationKeys, mappingKeys map[string]bool
 }
 
 func outputKeys(batches []pprofile.Profiles) keySets {
-	k := keySets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	k := keySets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{},
+		map[string]bool{}, map[string]bool{}}
 	for _, pd := range batches {
 		dict := pd.Dictionary()
 		strs := dict.StringTable()
@@ -334,12 +335,20 @@ func outputKeys(batches []pprofile.Profiles) keySets {
 				}
 			}
 		}
+		for _, m := range dict.MappingTable().All() {
+			for _, ai := range m.AttributeIndices().All() {
+				if int(ai) < dict.AttributeTable().Len() {
+					k.mappingKeys[str(dict.AttributeTable().At(int(ai)).KeyStrindex())] = true
+				}
+			}
+		}
 		for _, loc := range dict.LocationTable().All() {
 			for _, ai := range loc.AttributeIndices().All() {
 				if int(ai) >= dict.AttributeTable().Len() {
 					continue
 				}
 				a := dict.AttributeTable().At(int(ai))
+				k.locationKeys[str(a.KeyStrindex())] = true
 				if str(a.KeyStrindex()) == "profile.frame.type" {
 					k.frameTypes[a.Value().AsString()] = true
 				}
@@ -483,15 +492,22 @@ service:
 			t.Fatalf("empty key set: %+v", k)
 		}
 	}
-	t.Logf("upstream: sample types [%s] resource [%s] sample [%s] frame types [%s]",
-		keys(u.sampleTypes), keys(u.resourceKeys), keys(u.sampleKeys), keys(u.frameTypes))
-	t.Logf("ours:     sample types [%s] resource [%s] sample [%s] frame types [%s]",
-		keys(o.sampleTypes), keys(o.resourceKeys), keys(o.sampleKeys), keys(o.frameTypes))
+	for _, side := range []struct {
+		name string
+		k    keySets
+	}{{"upstream", u}, {"ours", o}} {
+		t.Logf("%s: sample types [%s] resource [%s] sample [%s] frame types [%s] location [%s] "+
+			"mapping [%s]", side.name, keys(side.k.sampleTypes), keys(side.k.resourceKeys),
+			keys(side.k.sampleKeys), keys(side.k.frameTypes), keys(side.k.locationKeys),
+			keys(side.k.mappingKeys))
+	}
 	var diffs []string
 	diffs = append(diffs, diffSets("sample type", o.sampleTypes, u.sampleTypes)...)
 	diffs = append(diffs, diffSets("resource key", o.resourceKeys, u.resourceKeys)...)
 	diffs = append(diffs, diffSets("sample key", o.sampleKeys, u.sampleKeys)...)
 	diffs = append(diffs, diffSets("frame type", o.frameTypes, u.frameTypes)...)
+	diffs = append(diffs, diffSets("location key", o.locationKeys, u.locationKeys)...)
+	diffs = append(diffs, diffSets("mapping key", o.mappingKeys, u.mappingKeys)...)
 	for _, d := range diffs {
 		if ft, ok := strings.CutPrefix(d, "frame type: upstream only: "); ok && runtimeFrameTypes[ft] != "" {
 			t.Logf("%s (README: the %s runtime has no unwinder in this build: its code shows "+
