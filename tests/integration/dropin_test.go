@@ -756,3 +756,61 @@ func TestDropinProbeLinks(t *testing.T) {
 		t.Errorf("caller_a share %.3f of the events, want 0.75 (3 calls in 4)", r)
 	}
 }
+
+// TestDropinIdleFrames: with send_idle_frames the idle task's samples (pid 0, the kernel's
+// idle loop) are in the output; without, never. The whole host is profiled (a pid filter
+// leaves the idle task out); a machine busy on every CPU for the whole minute has no idle
+// samples to show, and the test says so.
+func TestDropinIdleFrames(t *testing.T) {
+	requireRoot(t)
+	for _, send := range []bool{true, false} {
+		t.Run(fmt.Sprintf("send_idle_frames=%v", send), func(t *testing.T) {
+			cfg, out := fileCollectorConfig(t, 1, "samples_per_second: 499",
+				fmt.Sprintf("send_idle_frames: %v", send))
+			b, _ := os.ReadFile(cfg)
+			if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "    pids: [1]\n", "", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+			idle, others := 0, 0
+			count := func() {
+				batches, err := readProtoFile(out)
+				if err != nil {
+					return
+				}
+				idle, others = 0, 0
+				for pid, pr := range otlpByPid(t, batches) {
+					for _, s := range pr.samples {
+						if pid == 0 {
+							idle += s.weight
+						} else {
+							others += s.weight
+						}
+					}
+				}
+			}
+			if send {
+				deadline := time.Now().Add(60 * time.Second)
+				for count(); idle == 0 && time.Now().Before(deadline); count() {
+					time.Sleep(time.Second)
+				}
+				col.stop(t, 30*time.Second)
+				if idle == 0 {
+					t.Skipf("no CPU went idle in a minute (%d samples of other processes): nothing to show", others)
+				}
+				t.Logf("%d samples of the idle task, %d of other processes", idle, others)
+				return
+			}
+			time.Sleep(8 * time.Second)
+			col.stop(t, 30*time.Second)
+			count()
+			t.Logf("%d samples of the idle task, %d of other processes", idle, others)
+			if others == 0 {
+				t.Fatal("no samples at all")
+			}
+			if idle != 0 {
+				t.Errorf("%d samples of the idle task without send_idle_frames", idle)
+			}
+		})
+	}
+}
