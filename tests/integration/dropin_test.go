@@ -814,3 +814,20 @@ func TestDropinIdleFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestDropinProbeLinkBadSymbol: a probe link to a function the binary does not have stops the
+// collector with one line naming the link and the way to check it.
+func TestDropinProbeLinkBadSymbol(t *testing.T) {
+	requireRoot(t)
+	cfg, _ := fileCollectorConfig(t, os.Getpid(), `probe_links: ["uprobe:/bin/sh:no_such_function"]`)
+	col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+	select {
+	case <-col.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the collector still runs with a probe link to a missing function")
+	}
+	want := "cannot attach uprobe to no_such_function in /bin/sh"
+	if col.err == nil || !col.logContains(want) || !col.logContains("nm -D /bin/sh") {
+		t.Errorf("exit %v; log lacks %q and its hint:\n%s", col.err, want, col.tail(5))
+	}
+}
