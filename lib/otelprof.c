@@ -1179,9 +1179,8 @@ static void clock_sync(struct otelprof *p)
 	int64_t off = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
 
 	pthread_mutex_lock(&p->lock);
-	if (p->mono_to_unix_ns != off)
-		op_debug("clock sync: wall clock offset moved by %lld ns",
-			 (long long)(off - p->mono_to_unix_ns));
+	op_debug("clock sync: wall clock offset moved by %lld ns",
+		 (long long)(off - p->mono_to_unix_ns));
 	p->mono_to_unix_ns = off;
 	pthread_mutex_unlock(&p->lock);
 	p->clock_next_ns = p->opts.clock_sync_interval_ns

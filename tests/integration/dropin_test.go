@@ -831,3 +831,37 @@ func TestDropinProbeLinkBadSymbol(t *testing.T) {
 		t.Errorf("exit %v; log lacks %q and its hint:\n%s", col.err, want, col.tail(5))
 	}
 }
+
+// TestDropinClockSync: clock_sync_interval is how often the wall clock's offset is measured
+// again; the library says so at debug level (verbose_mode, the collector's logs at debug).
+// Stepping the wall clock would disturb the machine, so the test counts the measurements.
+func TestDropinClockSync(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []struct {
+		interval string
+		min, max int
+	}{{"1s", 4, 100}, {"3m", 1, 1}} {
+		t.Run(c.interval, func(t *testing.T) {
+			cfg, _ := fileCollectorConfig(t, os.Getpid(), "verbose_mode: true",
+				"clock_sync_interval: "+c.interval)
+			b, _ := os.ReadFile(cfg)
+			debug := strings.Replace(string(b), "  telemetry:\n", "  telemetry:\n    logs:\n      level: debug\n", 1)
+			if err := os.WriteFile(cfg, []byte(debug), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+			waitUntil(t, 60*time.Second, "the receiver started", func() bool {
+				return col.logContains("eBPF profiler started")
+			}, col)
+			time.Sleep(6 * time.Second)
+			col.stop(t, 30*time.Second)
+			log, _ := os.ReadFile(col.log)
+			n := strings.Count(string(log), "clock sync: wall clock offset")
+			t.Logf("%d clock measurements in about 6 s", n)
+			if n < c.min || n > c.max {
+				t.Errorf("%d clock measurements with clock_sync_interval %s, want %d..%d",
+					n, c.interval, c.min, c.max)
+			}
+		})
+	}
+}
