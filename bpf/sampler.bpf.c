@@ -30,6 +30,14 @@ char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
 
+/*
+ * Drop-in for the upstream receiver (issue 22): record the idle task's samples (its kernel
+ * stack) instead of counting them (send_idle_frames), and the switch probabilistic profiling
+ * flips from user space at each interval (lib/sample/sampler.c, op_sampler_pause()).
+ */
+const volatile bool idle_frames = false;
+volatile bool sampling_paused = false;
+
 /* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
 static __always_inline void read_labels(struct op_trace *t, struct task_struct *task)
 {
@@ -65,7 +73,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	bool refresh = false;
 	long n;
 
-	if (pid == 0) {
+	if (sampling_paused)
+		return 0;
+	if (pid == 0 && !idle_frames) {
 		count(OP_CNT_IDLE);
 		return 0;
 	}
@@ -179,6 +189,61 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	regs.sp = uregs.sp;
 	regs.bp = uregs.bp;
 	t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
+	return submit_trace(t, true);
+}
+
+/*
+ * Probe links (issue 22, the upstream receiver's probe_links): a uprobe or uretprobe on a
+ * traced function; each hit is a sample of the stack at that point (events/count). Attached
+ * by lib/sample/sampler.c, loaded only when links are configured.
+ */
+OP_UNWIND_CHAIN(probe, "uprobe", OP_CHAIN_PROBE)
+
+SEC("uprobe")
+int on_probe(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_PROBE;
+	struct op_unwind_proc *proc;
+	struct user_regs regs;
+	struct op_trace *t;
+
+	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) {
+		count(OP_CNT_FILTERED);
+		return 0;
+	}
+	t = bpf_map_lookup_elem(&scratch, &chain);
+	if (!t)
+		return 0;
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = pid;
+	t->tid = (__u32)pid_tgid;
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = bpf_ktime_get_ns();
+	t->flags = 0;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->origin = OP_ORIGIN_PROBE;
+	t->state = OP_STATE_NONE;
+	t->value = 1;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	t->n_kernel = 0;
+	t->n_user = 0;
+	read_labels(t, bpf_get_current_task_btf());
+	/* the user registers at the probed instruction: the leaf is the traced function */
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (proc) {
+		struct walk_ctx w = { .t = t, .proc = proc };
+
+		w.s = unwind_begin(t, OP_CHAIN_PROBE);
+		if (w.s) {
+			unwind_leaf_regs_pt(w.s, ctx);
+			return walk_and_submit(ctx, &probe_progs, &w);
+		}
+	}
+	regs.ip = PT_REGS_IP(ctx);
+	regs.sp = PT_REGS_SP(ctx);
+	regs.bp = ctx->bp;
+	t->n_user = walk_frame_pointers(t, 0, &regs);
 	return submit_trace(t, true);
 }
 

@@ -104,6 +104,13 @@ struct otelprof {
 	/* off-CPU stacks waiting for the end of their interval, by tid (under lock) */
 	struct offcpu_pending *pending;
 
+	/* issue 22: copies of the option strings; probabilistic profiling (reader thread) */
+	char *runtimes_off, *env_vars, *runtimes_wanted;
+	struct otelprof_probe *probes; /* deep copy of opts.probes */
+	uint64_t prob_next_ns;	       /* CLOCK_MONOTONIC start of the next interval; 0 = off */
+	uint64_t clock_next_ns;	       /* CLOCK_MONOTONIC time of the next clock sync; 0 = never */
+	unsigned int prob_seed;
+
 	pthread_mutex_t state_lock; /* serialises start/stop */
 	pthread_t reader;
 	atomic_bool stopping;
@@ -287,6 +294,27 @@ defaults:
 		       out->off_cpu_threshold);
 		return -OTELPROF_ERR_OPTS;
 	}
+	if (out->probabilistic_threshold && out->probabilistic_threshold < 100 &&
+	    !out->probabilistic_interval_ns) {
+		op_err("invalid options: probabilistic_threshold %u needs a "
+		       "probabilistic_interval_ns "
+		       "(the length of the intervals sampling is on or off), got 0",
+		       out->probabilistic_threshold);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->probe_cnt && !out->probes) {
+		op_err("invalid options: probe_cnt is %zu but probes is NULL", out->probe_cnt);
+		return -OTELPROF_ERR_OPTS;
+	}
+	for (size_t i = 0; i < out->probe_cnt; i++) {
+		if (!out->probes[i].binary || !*out->probes[i].binary || !out->probes[i].symbol ||
+		    !*out->probes[i].symbol) {
+			op_err("invalid probe %zu: it needs a binary and a symbol "
+			       "(uprobe:<binary>:<symbol>)",
+			       i);
+			return -OTELPROF_ERR_OPTS;
+		}
+	}
 	if (out->pid_cnt > OP_MAX_TARGET_PIDS) {
 		op_err("too many target pids (%zu): at most %d", out->pid_cnt, OP_MAX_TARGET_PIDS);
 		return -OTELPROF_ERR_OPTS;
@@ -337,6 +365,22 @@ static const struct {
 	{ NULL, NULL, false },
 };
 
+/* Is @name one of the comma-separated names in @list (NULL: none)? */
+static bool name_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *s = list; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+
+		if (l == n && !memcmp(s, name, n))
+			return true;
+		s += l + (e != NULL);
+	}
+	return false;
+}
+
 static void runtimes_open(struct otelprof *p)
 {
 	struct op_runtime_env env = { op_sampler_skel(p->sampler), p->files };
@@ -348,6 +392,12 @@ static void runtimes_open(struct otelprof *p)
 		if (runtime_ctors[i].labels && (p->flags & OTELPROF_F_NO_LABELS))
 			continue;
 		rt = runtime_ctors[i].make(&env);
+		if (rt && name_listed(p->runtimes_off, rt->name)) {
+			op_info("runtime %s off (not in the tracers)", rt->name);
+			if (rt->free)
+				rt->free(rt->ctx);
+			continue;
+		}
 		if (!rt) {
 			op_warn("%s unavailable (frames stay native, labels unread): %s",
 				runtime_ctors[i].name, strerror(errno));
@@ -362,6 +412,26 @@ static void runtimes_open(struct otelprof *p)
 			continue;
 		}
 		p->runtimes[rt->kind] = rt;
+	}
+}
+
+/* A runtime asked for by name that this library does not have (or that did not start). */
+static void runtimes_check_wanted(struct otelprof *p)
+{
+	for (const char *s = p->runtimes_wanted; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		bool have = false;
+
+		for (int k = 0; k < OP_RUNTIME_MAX && !have; k++)
+			have = p->runtimes[k] && strlen(p->runtimes[k]->name) == l &&
+			       !memcmp(p->runtimes[k]->name, s, l);
+		if (!have && l)
+			op_warn("tracers: %.*s is named but not running in this library (not built "
+				"in, "
+				"or unavailable: see above); its code shows as native frames",
+				(int)l, s);
+		s += l + (e != NULL);
 	}
 }
 
@@ -689,7 +759,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 			i++;
 		}
 	}
-	if (t->flags & OP_TRACE_USER_TRUNCATED)
+	if (p->opts.no_error_frames)
+		; /* send_error_frames off: the stack ends at its last good frame */
+	else if (t->flags & OP_TRACE_USER_TRUNCATED)
 		locs[n++] = marker_location(p, "[truncated]");
 	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
 		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS) {
@@ -725,7 +797,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.tid = t->tid,
 		.thread_name = thread,
 		.cpu = t->cpu,
-		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU : OP_SAMPLE_CPU,
+		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU
+			: t->origin == OP_ORIGIN_PROBE ? OP_SAMPLE_PROBE
+						       : OP_SAMPLE_CPU,
 		.value = (int64_t)t->value,
 		.thread_state = t->origin == OP_ORIGIN_OFF_CPU ? thread_state_name(t->state) : NULL,
 		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
@@ -982,8 +1056,7 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 		sn->proc.exe_path = exe;
 		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
 	}
-	if (!(p->flags & OTELPROF_F_NO_ENV_RESOURCE))
-		op_resource_read(pid, &sn->proc.resource);
+	op_proctab_resource_read(p->procs, pid, &sn->proc.resource);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -1080,6 +1153,41 @@ static void on_event(void *ctx, const void *data, size_t size)
 	}
 }
 
+/*
+ * Probabilistic profiling: a new interval begins; sampling is on in it with a chance of
+ * threshold in 100 (upstream's probabilistic_threshold and _interval). Reader thread (and
+ * start, before it runs).
+ */
+static void prob_interval(struct otelprof *p)
+{
+	bool on = (unsigned int)(rand_r(&p->prob_seed) % 100) < p->opts.probabilistic_threshold;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	op_sampler_pause(p->sampler, !on);
+	p->prob_next_ns = now + p->opts.probabilistic_interval_ns;
+	pthread_mutex_lock(&p->lock);
+	p->stats.prob_intervals++;
+	p->stats.prob_intervals_on += on;
+	pthread_mutex_unlock(&p->lock);
+	op_debug("probabilistic profiling: sampling %s for the next %llu ms", on ? "on" : "off",
+		 (unsigned long long)(p->opts.probabilistic_interval_ns / 1000000));
+}
+
+/* The wall clock's offset from the monotonic clock, measured again (clock_sync_interval). */
+static void clock_sync(struct otelprof *p)
+{
+	int64_t off = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+
+	pthread_mutex_lock(&p->lock);
+	op_debug("clock sync: wall clock offset moved by %lld ns",
+		 (long long)(off - p->mono_to_unix_ns));
+	p->mono_to_unix_ns = off;
+	pthread_mutex_unlock(&p->lock);
+	p->clock_next_ns = p->opts.clock_sync_interval_ns
+				   ? clock_ns(CLOCK_MONOTONIC) + p->opts.clock_sync_interval_ns
+				   : 0;
+}
+
 static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
@@ -1091,6 +1199,11 @@ static void *reader_main(void *arg)
 	 */
 	while (!atomic_load(&p->stopping)) {
 		int n = op_sampler_poll(p->sampler, 100);
+
+		if (p->prob_next_ns && clock_ns(CLOCK_MONOTONIC) >= p->prob_next_ns)
+			prob_interval(p);
+		if (p->clock_next_ns && clock_ns(CLOCK_MONOTONIC) >= p->clock_next_ns)
+			clock_sync(p);
 
 		if (p->queued) {
 			p->queued = false;
@@ -1178,6 +1291,41 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		p->opts.pids = p->pids;
 	}
 	p->flags = p->opts.flags;
+	if (p->opts.runtimes_off && *p->opts.runtimes_off &&
+	    !(p->runtimes_off = strdup(p->opts.runtimes_off))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (p->opts.include_env_vars && *p->opts.include_env_vars &&
+	    !(p->env_vars = strdup(p->opts.include_env_vars))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (p->opts.runtimes_wanted && *p->opts.runtimes_wanted &&
+	    !(p->runtimes_wanted = strdup(p->opts.runtimes_wanted))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	p->opts.runtimes_wanted = p->runtimes_wanted;
+	p->opts.runtimes_off = p->runtimes_off;
+	p->opts.include_env_vars = p->env_vars;
+	if (p->opts.probe_cnt) {
+		p->probes = calloc(p->opts.probe_cnt, sizeof(*p->probes));
+		if (!p->probes) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < p->opts.probe_cnt; i++) {
+			p->probes[i].ret = p->opts.probes[i].ret;
+			p->probes[i].binary = strdup(p->opts.probes[i].binary);
+			p->probes[i].symbol = strdup(p->opts.probes[i].symbol);
+			if (!p->probes[i].binary || !p->probes[i].symbol) {
+				err = -ENOMEM;
+				goto fail;
+			}
+		}
+		p->opts.probes = p->probes;
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		op_err("kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with "
 		       "CONFIG_DEBUG_INFO_BTF=y");
@@ -1191,6 +1339,10 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	p->files = op_filecache_new(0);
 	p->procs = p->files ? op_proctab_new(p->files) : NULL;
 	op_proctab_read_environ(p->procs, !(p->flags & OTELPROF_F_NO_ENV_RESOURCE));
+	if (op_proctab_include_env_vars(p->procs, p->env_vars)) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	p->profile = new_profile(p);
 	if (!p->files || !p->procs || !p->profile) {
 		err = -ENOMEM;
@@ -1206,6 +1358,9 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.pids = p->opts.pids;
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;
+	so.idle_frames = p->opts.idle_frames;
+	so.probes = p->opts.probes;
+	so.probe_cnt = p->opts.probe_cnt;
 	so.on_event = on_event;
 	so.ctx = p;
 	err = op_sampler_open(&so, &p->sampler);
@@ -1220,6 +1375,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		else
 			runtimes_open(p);
 	}
+	runtimes_check_wanted(p);
 	/* Read the targets' maps now, while they surely exist. */
 	for (size_t i = 0; i < p->opts.pid_cnt; i++) {
 		op_proctab_get(p->procs, p->opts.pids[i]);
@@ -1243,13 +1399,17 @@ OTELPROF_API int otelprof_start(struct otelprof *p)
 		err = -OTELPROF_ERR_STATE;
 		goto out;
 	}
-	pthread_mutex_lock(&p->lock);
-	p->mono_to_unix_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
-	pthread_mutex_unlock(&p->lock);
+	clock_sync(p);
 
 	err = op_sampler_attach(p->sampler);
 	if (err)
 		goto out;
+	p->prob_next_ns = 0;
+	op_sampler_pause(p->sampler, false);
+	if (p->opts.probabilistic_threshold && p->opts.probabilistic_threshold < 100) {
+		p->prob_seed = (unsigned int)(clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid());
+		prob_interval(p);
+	}
 	atomic_store(&p->stopping, false);
 	err = pthread_create(&p->symbolizer, NULL, symbolizer_main, p);
 	if (err) {
@@ -1368,6 +1528,10 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
 	pthread_mutex_unlock(&p->lock);
+	s.binaries = op_filecache_count(p->files);
+	pthread_mutex_lock(&p->q_lock);
+	s.symbolize_backlog_bytes = p->queue.tail - p->queue.head;
+	pthread_mutex_unlock(&p->q_lock);
 	pthread_mutex_lock(&p->u_lock);
 	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	op_unwinder_stats(p->unwinder, &us);
@@ -1412,5 +1576,13 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	pthread_mutex_destroy(&p->q_lock);
 	pthread_cond_destroy(&p->q_cond);
 	free(p->pids);
+	free(p->runtimes_off);
+	free(p->env_vars);
+	free(p->runtimes_wanted);
+	for (size_t i = 0; p->probes && i < p->opts.probe_cnt; i++) {
+		free((char *)p->probes[i].binary);
+		free((char *)p->probes[i].symbol);
+	}
+	free(p->probes);
 	free(p);
 }

@@ -3,6 +3,7 @@ package ebpfprofilerreceiver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/otelprof/otelprof/go-shim/internal/otelprof"
@@ -88,6 +89,9 @@ type Config struct {
 	// VerboseMode forwards the library's debug messages (and libbpf's) to the collector log
 	// (default false: info and above).
 	VerboseMode bool `mapstructure:"verbose_mode"`
+
+	// The rest of the upstream receiver's keys (dropin.go: defaults, validation, effects).
+	Upstream `mapstructure:",squash"`
 }
 
 func createDefaultConfig() *Config {
@@ -99,6 +103,7 @@ func createDefaultConfig() *Config {
 		Labels:           true,
 		EnvResource:      true,
 		ErrorMode:        ErrorModePropagate,
+		Upstream:         upstreamDefaults(),
 	}
 }
 
@@ -128,6 +133,8 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ring_buffer_bytes: must be 0 (1 MiB per CPU, up to 4 MiB) or a power of two "+
 			">= 65536, got %d", n))
 	}
+	// upstream's error_mode is case-insensitive (ErrorMode.UnmarshalText)
+	cfg.ErrorMode = ErrorMode(strings.ToLower(string(cfg.ErrorMode)))
 	switch cfg.ErrorMode {
 	case ErrorModePropagate, ErrorModeIgnore:
 	default:
@@ -138,12 +145,13 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("off_cpu_threshold: the probability that an off-CPU "+
 			"interval is recorded must be between 0 (off) and 1, got %g", cfg.OffCPUThreshold))
 	}
+	errs = append(errs, cfg.Upstream.validate()...)
 	return errors.Join(errs...)
 }
 
 // options translates the configuration into the library's options.
 func (cfg *Config) options() otelprof.Options {
-	return otelprof.Options{
+	o := otelprof.Options{
 		FrequencyHz:     cfg.SamplesPerSecond,
 		PIDs:            cfg.Pids,
 		NoKernelStacks:  !cfg.KernelFrames,
@@ -154,4 +162,6 @@ func (cfg *Config) options() otelprof.Options {
 		RingBufferBytes: cfg.RingBufferBytes,
 		OffCPUThreshold: cfg.OffCPUThreshold,
 	}
+	cfg.Upstream.apply(&o)
+	return o
 }

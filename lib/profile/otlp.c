@@ -95,7 +95,8 @@ struct otlp_enc {
 	PbProfile *profiles;
 	PbProfile **profile_ptrs;
 	uint8_t *profile_ids;
-	PbValueType vt[3]; /* samples/count, cpu/nanoseconds (period), off_cpu/nanoseconds */
+	PbValueType vt[4]; /* samples/count, cpu/nanoseconds (period), off_cpu/nanoseconds,
+			      events/count */
 
 	TABLE(PbSample, samples);
 	int64_t *counts;
@@ -196,6 +197,12 @@ static void assign(struct otlp_enc *e)
 	for (i = 1; i < p->n_samples; i++) {
 		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU) {
 			op_remap_use(&e->strs, p->wk[OP_WK_OFF_CPU]);
+			break;
+		}
+	}
+	for (i = 1; i < p->n_samples; i++) {
+		if (p->samples[i].kind == OP_SAMPLE_PROBE) {
+			op_remap_use(&e->strs, p->wk[OP_WK_EVENTS]);
 			break;
 		}
 	}
@@ -468,6 +475,9 @@ static int build_resources(struct otlp_enc *e)
 	PB(value_type__init)(&e->vt[0]);
 	PB(value_type__init)(&e->vt[1]);
 	PB(value_type__init)(&e->vt[2]);
+	PB(value_type__init)(&e->vt[3]);
+	e->vt[3].type_strindex = e->strs.map[p->wk[OP_WK_EVENTS]];
+	e->vt[3].unit_strindex = e->strs.map[p->wk[OP_WK_COUNT]];
 	e->vt[2].type_strindex = e->strs.map[p->wk[OP_WK_OFF_CPU]];
 	e->vt[2].unit_strindex = e->strs.map[p->wk[OP_WK_NANOSECONDS]];
 	e->vt[0].type_strindex = e->strs.map[p->wk[OP_WK_SAMPLES]];
@@ -536,6 +546,9 @@ static int build_resources(struct otlp_enc *e)
 			if (kind == OP_SAMPLE_OFF_CPU) {
 				/* the upstream profiler's off-CPU profile: values, no period */
 				prof->sample_type = &e->vt[2];
+			} else if (kind == OP_SAMPLE_PROBE) {
+				/* the upstream profiler's probe profile: events/count, no period */
+				prof->sample_type = &e->vt[3];
 			} else {
 				prof->sample_type = &e->vt[0];
 				prof->period_type = &e->vt[1];

@@ -161,6 +161,7 @@ enum op_wk {
 	OP_WK_ID,
 	OP_WK_OFF_CPU,
 	OP_WK_THREAD_STATE,
+	OP_WK_EVENTS, /* probe hits: events/count, the upstream profiler's sample type */
 	OP_WK_MAX,
 };
 
