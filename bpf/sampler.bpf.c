@@ -258,7 +258,7 @@ int alloc_ret(struct pt_regs *ctx)
 	t->tid = (__u32)pid_tgid;
 	t->cpu = bpf_get_smp_processor_id();
 	t->ktime_ns = now;
-	t->flags = tracked ? 0 : OP_TRACE_ALLOC_UNTRACKED;
+	t->flags = tracked ? 0 : OP_TRACE_ALLOC_NOTRACK;
 	t->unwind_error = OTELPROF_UNWIND_OK;
 	t->origin = OP_ORIGIN_ALLOC;
 	t->state = OP_STATE_NONE;

@@ -139,26 +139,25 @@ struct op_label_proc {
 };
 
 /* op_trace.flags */
-#define OP_TRACE_USER_TRUNCATED	 (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
-#define OP_TRACE_KERNEL_MODE	 (1u << 1) /* sample interrupted kernel code */
-#define OP_TRACE_OFFCPU_PENDING	 (1u << 2) /* off-CPU: its duration comes in an op_offcpu_end */
-#define OP_TRACE_ALLOC_UNTRACKED (1u << 3) /* alloc: the in-use map was full, its free unseen */
+#define OP_TRACE_USER_TRUNCATED (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
+#define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
+#define OP_TRACE_OFFCPU_PENDING (1u << 2) /* off-CPU: its duration comes in an op_offcpu_end */
+#define OP_TRACE_ALLOC_NOTRACK	(1u << 3) /* alloc: no room in the in-use map, its free unseen */
 
 /* Indices of the per-CPU counters map (sampler.bpf.c `counters`). */
 enum op_counter {
-	OP_CNT_SAMPLES = 0,	/* programme runs that produced a record */
-	OP_CNT_LOST = 1,	/* ring buffer full */
-	OP_CNT_FILTERED = 2,	/* not a target pid */
-	OP_CNT_IDLE = 3,	/* idle task (pid 0) skipped */
-	OP_CNT_OFFCPU_OUT = 4,	/* off-CPU: switch-outs sampled (stack taken) */
-	OP_CNT_OFFCPU_IN = 5,	/* off-CPU: sampled threads switched in again (interval sent) */
-	OP_CNT_OFFCPU_FULL = 6, /* off-CPU: a sampled switch-out found no room to note its time */
-	/* allocations (bpf/sample/alloc.bpf.h) */
-	OP_CNT_ALLOC_SAMPLED = 8,     /* allocation calls sampled (their return awaited) */
-	OP_CNT_ALLOC_FAILED = 9,      /* sampled calls that returned no memory */
-	OP_CNT_ALLOC_INUSE_FULL = 10, /* sampled allocations the in-use map had no room for */
-	OP_CNT_ALLOC_FREED = 11,      /* frees of sampled allocations (sent to user space) */
-	OP_CNT_UNWIND_BASE = 16,      /* + enum otelprof_unwind_error */
+	OP_CNT_SAMPLES = 0,	 /* programme runs that produced a record */
+	OP_CNT_LOST = 1,	 /* ring buffer full */
+	OP_CNT_FILTERED = 2,	 /* not a target pid */
+	OP_CNT_IDLE = 3,	 /* idle task (pid 0) skipped */
+	OP_CNT_OFFCPU_OUT = 4,	 /* off-CPU: switch-outs sampled (stack taken) */
+	OP_CNT_OFFCPU_IN = 5,	 /* off-CPU: sampled threads switched in again (interval sent) */
+	OP_CNT_OFFCPU_FULL = 6,	 /* off-CPU: a sampled switch-out found no room to note its time */
+	OP_CNT_ALLOCS = 8,	 /* alloc: allocator calls sampled (their return awaited) */
+	OP_CNT_ALLOC_FAIL = 9,	 /* alloc: sampled calls that returned no memory */
+	OP_CNT_ALLOC_FULL = 10,	 /* alloc: sampled allocations the in-use map had no room for */
+	OP_CNT_FREES = 11,	 /* alloc: frees of sampled allocations (sent to user space) */
+	OP_CNT_UNWIND_BASE = 16, /* + enum otelprof_unwind_error */
 	OP_CNT_MAX = 32,
 };
 

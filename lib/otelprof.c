@@ -840,7 +840,7 @@ static void alloc_record(struct otelprof *p, const struct op_trace *t, size_t si
 
 	p->stats.alloc_samples++;
 	alloc_add(p, t, size, OP_SAMPLE_ALLOC_OBJECTS, OP_SAMPLE_ALLOC_SPACE);
-	if (t->flags & OP_TRACE_ALLOC_UNTRACKED) {
+	if (t->flags & OP_TRACE_ALLOC_NOTRACK) {
 		p->stats.alloc_untracked++;
 		return;
 	}

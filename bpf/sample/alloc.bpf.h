@@ -111,7 +111,7 @@ static __always_inline void alloc_enter(__u64 size, __u64 memptr)
 	}
 	th->left = alloc_draw();
 	if (!bpf_map_update_elem(&alloc_calls, &tid, &call, BPF_ANY))
-		count(OP_CNT_ALLOC_SAMPLED);
+		count(OP_CNT_ALLOCS);
 }
 
 /* @addr is freed: if it was a sampled allocation, tell user space. */
@@ -131,12 +131,12 @@ static __always_inline void alloc_release(__u64 addr)
 	if (bpf_ringbuf_output(&events, &e, sizeof(e), wakeup_flags(false)))
 		count(OP_CNT_LOST);
 	else
-		count(OP_CNT_ALLOC_FREED);
+		count(OP_CNT_FREES);
 }
 
 /*
  * A call returns with @ret: if it was sampled, its address and size, and whether the in-use
- * map took it (false: OP_TRACE_ALLOC_UNTRACKED). False when there is nothing to record.
+ * map took it (false: OP_TRACE_ALLOC_NOTRACK). False when there is nothing to record.
  */
 static __always_inline bool alloc_returned(__u64 ret, __u64 *addr, __u64 *size, bool *tracked)
 /* (the caller reads the time first: a free of the address can only come after it) */
@@ -158,13 +158,13 @@ static __always_inline bool alloc_returned(__u64 ret, __u64 *addr, __u64 *size, 
 			a = 0;
 	}
 	if (!a) {
-		count(OP_CNT_ALLOC_FAILED);
+		count(OP_CNT_ALLOC_FAIL);
 		return false;
 	}
 	*addr = key.addr = a;
 	*tracked = !bpf_map_update_elem(&alloc_inuse, &key, size, BPF_ANY);
 	if (!*tracked)
-		count(OP_CNT_ALLOC_INUSE_FULL);
+		count(OP_CNT_ALLOC_FULL);
 	return true;
 }
 
