@@ -176,6 +176,11 @@ $(BUILD)/workloads/%-lld: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -fuse-ld=lld -o $@ $< $(WORKLOAD_FLAGS)
+# The allocation workload linked with jemalloc (libjemalloc-dev): the second allocator probed.
+$(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -fno-omit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS) -ljemalloc
 # tests/workloads/lib/NAME.c: shared libraries workloads dlopen, built as libNAME.so and
 # libNAME-nofp.so next to them.
 WORKLOAD_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
@@ -201,7 +206,7 @@ all: lib cli $(COLLECTOR)
 lib: $(LIB_SO) $(LIB_A)
 cli: $(CLI)
 test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOADS_LLD) \
-	$(WORKLOAD_LIBS)
+	$(WORKLOAD_LIBS) $(BUILD)/workloads/alloc-jemalloc
 
 test: test-bins $(COLLECTOR)
 	$(Q)BUILD=$(abspath $(BUILD)) ./tests/run.sh

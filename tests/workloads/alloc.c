@@ -4,11 +4,12 @@
  * free what they allocate, alloc_keep keeps it - in sizes spread from 16 bytes to 16 KiB,
  * through malloc, calloc, realloc, posix_memalign and aligned_alloc.
  *
- *   alloc [MIB [wait]]   MIB: bytes allocated in all (default 64 MiB)
+ *   alloc [MIB [wait|loop]]   MIB: bytes allocated in all (default 64 MiB)
  *
  * With "wait" it blocks until SIGUSR1 before allocating (the test starts its recording in
  * between). When done it prints "done TOTAL HOT WARM KEEP" (bytes asked for) on stdout and
- * sleeps, holding alloc_keep's memory, until killed.
+ * sleeps, holding alloc_keep's memory, until killed. With "loop" it starts again after each
+ * run, first freeing what alloc_keep kept, until killed.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		sigwait(&set, &sig);
 	}
+again:
 	/* in rounds, so that the three run interleaved over the whole run */
 	for (int round = 0; round < 50; round++) {
 		hot += alloc_hot(total * 3 / 5 / 50);
@@ -140,6 +142,13 @@ int main(int argc, char **argv)
 	}
 	printf("done %zu %zu %zu %zu\n", hot + warm + keep, hot, warm, keep);
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[2], "loop")) {
+		usleep(100000);
+		while (n_kept)
+			free(kept[--n_kept]);
+		hot = warm = keep = 0;
+		goto again;
+	}
 	for (;;)
 		pause();
 }
