@@ -176,6 +176,12 @@ $(BUILD)/workloads/%-lld: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -fuse-ld=lld -o $@ $< $(WORKLOAD_FLAGS)
+# preload/alloc.c: the in-process allocation sampler (README "Memory allocations"), standalone.
+PRELOAD_SO := $(BUILD)/libotelprof_alloc.so
+$(PRELOAD_SO): preload/alloc.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -g -fPIC -shared -fno-ipa-icf -Wall -Wextra -Werror -o $@ $<
 # The allocation workload linked with jemalloc (libjemalloc-dev): the second allocator probed.
 $(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c
 	$(call msg,CCLD,$@)
@@ -203,7 +209,7 @@ include collector-config/collector.mk
 # ---------------------------------------------------------------- top-level targets
 .PHONY: all lib cli test test-unit run bench lint clean fuzz
 all: lib cli $(COLLECTOR)
-lib: $(LIB_SO) $(LIB_A)
+lib: $(LIB_SO) $(LIB_A) $(PRELOAD_SO)
 cli: $(CLI)
 test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOADS_LLD) \
 	$(WORKLOAD_LIBS) $(BUILD)/workloads/alloc-jemalloc

@@ -143,6 +143,7 @@ struct op_label_proc {
 #define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
 #define OP_TRACE_OFFCPU_PENDING (1u << 2) /* off-CPU: its duration comes in an op_offcpu_end */
 #define OP_TRACE_ALLOC_NOTRACK	(1u << 3) /* alloc: no room in the in-use map, its free unseen */
+#define OP_TRACE_ALLOC_PRELOAD	(1u << 4) /* alloc: sampled in-process (libotelprof_alloc.so) */
 
 /* Indices of the per-CPU counters map (sampler.bpf.c `counters`). */
 enum op_counter {
@@ -214,6 +215,7 @@ struct op_trace {
 	__u16 ctx_len;	    /* bytes of struct op_labels sent right after the frames, 0: none */
 	__u64 value;	    /* see enum op_trace_origin */
 	__u64 addr;	    /* alloc: the address the allocator returned */
+	__u64 mean;	    /* alloc: the mean it was sampled at; 0: the agent's own */
 	__u8 comm[OP_COMM_LEN];
 	/* frames, then room for the context blob once it is moved after the last frame */
 	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + OP_CTX_SLOTS];

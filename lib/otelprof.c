@@ -683,6 +683,30 @@ static void parse_labels(const struct op_trace *t, const uint8_t *blob, size_t a
 }
 
 /*
+ * Leading frames of an allocation sampled in-process that are the sampler's own
+ * (libotelprof_alloc.so: its marker, its malloc): the stack starts at the caller, as the
+ * allocator probes' stacks do.
+ */
+static size_t alloc_preload_frames(struct op_proc *proc, const struct op_trace *t)
+{
+	size_t i;
+
+	if (t->origin != OP_ORIGIN_ALLOC || !(t->flags & OP_TRACE_ALLOC_PRELOAD) || !proc)
+		return 0;
+	for (i = 0; i + 1 < t->n_user; i++) {
+		uint64_t pc = t->frames[t->n_kernel + i];
+		struct op_vma *v;
+
+		if (OP_FRAME_KIND(pc))
+			break;
+		v = op_proc_find_vma(proc, i ? pc - 1 : pc);
+		if (!v || !op_alloc_is_preload(v->path))
+			break;
+	}
+	return i;
+}
+
+/*
  * Add the trace @t as @n_kinds samples, one of each kinds[i] with values[i] (CPU and off-CPU
  * traces: one, of the kind their origin says, with their own value).
  */
@@ -716,7 +740,7 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 
 	for (size_t i = off_cpu_kernel_start(p, t); i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
-	for (size_t i = 0; i < nu; i++) {
+	for (size_t i = alloc_preload_frames(proc, t); i < nu; i++) {
 		uint64_t slot = t->frames[nk + i];
 		unsigned int kind = OP_FRAME_KIND(slot);
 
@@ -820,7 +844,7 @@ static int64_t alloc_round(struct otelprof *p, double x)
 static void alloc_add(struct otelprof *p, const struct op_trace *t, size_t size,
 		      enum op_sample_kind objects, enum op_sample_kind space)
 {
-	double prob = op_alloc_probability(t->value, p->opts.alloc_mean_bytes);
+	double prob = op_alloc_probability(t->value, t->mean ? t->mean : p->opts.alloc_mean_bytes);
 	enum op_sample_kind kinds[2] = { objects, space };
 	int64_t values[2];
 
@@ -920,6 +944,7 @@ static void alloc_drop_pid(struct otelprof *p, uint32_t pid)
 {
 	struct alloc_state *a = &p->alloc;
 
+	op_alloc_forget_pid(a->probes, (int)pid);
 	for (size_t b = 0; a->n_live && b < ALLOC_BUCKETS; b++) {
 		for (struct alloc_live **pp = &a->live[b], *l; (l = *pp);) {
 			if (l->pid != pid) {

@@ -74,6 +74,17 @@ struct {
 	__type(value, __u64);
 } alloc_inuse SEC(".maps");
 
+/*
+ * Processes whose allocations libotelprof_alloc.so samples in-process (its markers' uprobes,
+ * alloc_pre_*): the allocator probes skip them. Filled by user space and by alloc_pre_sampled.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OP_MAX_TARGET_PIDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} alloc_preload_pids SEC(".maps");
+
 /* Bytes to the next sample: an exponential draw of mean alloc_mean. */
 static __always_inline __s64 alloc_draw(void)
 {
@@ -94,7 +105,9 @@ static __always_inline void alloc_enter(__u64 size, __u64 memptr)
 	struct alloc_call call = { size, memptr };
 	struct alloc_thread *th;
 
-	if (!size || pid == alloc_self || (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)))
+	if (!size || pid == alloc_self ||
+	    (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) ||
+	    bpf_map_lookup_elem(&alloc_preload_pids, &pid))
 		return;
 	th = bpf_map_lookup_elem(&alloc_threads, &tid);
 	if (!th) {
@@ -114,16 +127,13 @@ static __always_inline void alloc_enter(__u64 size, __u64 memptr)
 		count(OP_CNT_ALLOCS);
 }
 
-/* @addr is freed: if it was a sampled allocation, tell user space. */
-static __always_inline void alloc_release(__u64 addr)
+/* A sampled allocation, @addr of the current process, is freed: tell user space. */
+static __always_inline void alloc_send_free(__u64 addr)
 {
-	struct alloc_key key = { .pid = bpf_get_current_pid_tgid() >> 32, .addr = addr };
 	struct op_alloc_free e;
 
-	if (!addr || bpf_map_delete_elem(&alloc_inuse, &key))
-		return;
 	e.hdr.type = OP_EV_ALLOC_FREE;
-	e.hdr.pid = key.pid;
+	e.hdr.pid = bpf_get_current_pid_tgid() >> 32;
 	e.tid = (__u32)bpf_get_current_pid_tgid();
 	e.pad = 0;
 	e.ktime_ns = bpf_ktime_get_ns();
@@ -132,6 +142,15 @@ static __always_inline void alloc_release(__u64 addr)
 		count(OP_CNT_LOST);
 	else
 		count(OP_CNT_FREES);
+}
+
+/* @addr is freed: if it was a sampled allocation, tell user space. */
+static __always_inline void alloc_release(__u64 addr)
+{
+	struct alloc_key key = { .pid = bpf_get_current_pid_tgid() >> 32, .addr = addr };
+
+	if (addr && !bpf_map_delete_elem(&alloc_inuse, &key))
+		alloc_send_free(addr);
 }
 
 /*

@@ -188,11 +188,36 @@ void op_alloc_forget(struct op_alloc_probes *a, int pid, uint64_t addr)
 		bpf_map__delete_elem(a->skel->maps.alloc_inuse, &key, sizeof(key), 0);
 }
 
-static bool is_allocator_lib(const char *path)
+static const char *base_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	base = base ? base + 1 : path;
+	return base ? base + 1 : path;
+}
+
+/* The in-process sampler (preload/alloc.c): its markers are probed instead of the allocator. */
+static bool is_preload_lib(const char *path)
+{
+	return !strncmp(base_name(path), "libotelprof_alloc", 17);
+}
+
+bool op_alloc_is_preload(const char *path)
+{
+	return path && is_preload_lib(path);
+}
+
+void op_alloc_forget_pid(struct op_alloc_probes *a, int pid)
+{
+	__u32 key = (__u32)pid;
+
+	if (a)
+		bpf_map__delete_elem(a->skel->maps.alloc_preload_pids, &key, sizeof(key), 0);
+}
+
+static bool is_allocator_lib(const char *path)
+{
+	const char *base = base_name(path);
+
 	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libjemalloc.so", 14) ||
 	       !strncmp(base, "libtcmalloc", 11) || !strncmp(base, "libmimalloc", 11);
 }
@@ -297,6 +322,28 @@ static int add_link(struct op_alloc_probes *a, struct bpf_link *l)
 	return 0;
 }
 
+/* The markers of libotelprof_alloc.so at @path. Returns 2 (markers probed) or < 0. */
+static int probe_preload(struct op_alloc_probes *a, const char *path, int pid)
+{
+	static const char *const markers[] = { "otelprof_alloc_sampled", "otelprof_alloc_freed" };
+	struct bpf_program *progs[] = { a->skel->progs.alloc_pre_sampled,
+					a->skel->progs.alloc_pre_freed };
+
+	for (int i = 0; i < 2; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = markers[i]);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(progs[i], pid, path, 0, &o);
+		int err = l ? add_link(a, l) : -errno;
+
+		if (err) {
+			op_warn("cannot probe %s in %s (pid %d): %s", markers[i], path, pid,
+				strerror(-err));
+			return err;
+		}
+	}
+	op_debug("in-process allocation sampling: probes on the markers of %s (pid %d)", path, pid);
+	return 2;
+}
+
 /* Attach to every allocator function of @path (as @pid sees it). Returns functions or < 0. */
 static int probe_file(struct op_alloc_probes *a, const char *path, int pid)
 {
@@ -346,6 +393,7 @@ int op_alloc_probe_process(struct op_alloc_probes *a, int pid, bool only_pid)
 	char *line = NULL;
 	size_t cap = 0;
 	int files = 0, err = 0;
+	bool preload = false;
 	ssize_t elen;
 	FILE *fp;
 
@@ -360,12 +408,27 @@ int op_alloc_probe_process(struct op_alloc_probes *a, int pid, bool only_pid)
 		free(m);
 		return -errno;
 	}
+	/* a process with the in-process sampler: its markers only, the allocator left alone */
+	while (getline(&line, &cap, fp) > 0)
+		if (!op_parse_maps_line(line, m) && m->executable && m->path[0] == '/' &&
+		    is_preload_lib(m->path))
+			preload = true;
+	if (preload) {
+		__u8 one = 1;
+		__u32 key = (__u32)pid;
+
+		bpf_map__update_elem(a->skel->maps.alloc_preload_pids, &key, sizeof(key), &one,
+				     sizeof(one), BPF_ANY);
+	}
+	rewind(fp);
 	while (getline(&line, &cap, fp) > 0) {
 		bool seen = false;
 		int n;
 
 		if (op_parse_maps_line(line, m) || !m->executable || m->path[0] != '/' ||
-		    m->deleted || (!is_allocator_lib(m->path) && strcmp(m->path, exe)))
+		    m->deleted ||
+		    (preload ? !is_preload_lib(m->path)
+			     : !is_allocator_lib(m->path) && strcmp(m->path, exe)))
 			continue;
 		for (size_t i = 0; i < a->n_files; i++)
 			seen |= a->files[i].ino == m->inode &&
@@ -387,7 +450,8 @@ int op_alloc_probe_process(struct op_alloc_probes *a, int pid, bool only_pid)
 			(struct probed){ (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode,
 					 only_pid ? pid : -1 };
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
-		n = probe_file(a, path, only_pid ? pid : -1);
+		n = preload ? probe_preload(a, path, only_pid ? pid : -1)
+			    : probe_file(a, path, only_pid ? pid : -1);
 		if (n > 0)
 			files++;
 		else if (n < 0)

@@ -29,6 +29,10 @@ int op_alloc_probe_process(struct op_alloc_probes *a, int pid, bool only_pid);
 
 /* Forget a sampled allocation of @pid (its process is gone): the in-use map entry. */
 void op_alloc_forget(struct op_alloc_probes *a, int pid, uint64_t addr);
+/* @pid is gone: forget that it sampled in-process. */
+void op_alloc_forget_pid(struct op_alloc_probes *a, int pid);
+/* Whether @path is the in-process sampler, libotelprof_alloc.so (its frames are not shown). */
+bool op_alloc_is_preload(const char *path);
 
 /* P(an allocation of @size bytes is sampled) at mean @mean: 1 - exp(-size / mean). */
 double op_alloc_probability(uint64_t size, uint64_t mean);

@@ -43,10 +43,11 @@ type allocRun struct {
 	stderr                 string
 }
 
-func recordAllocWorkload(t *testing.T, name, mean, mib string) allocRun {
+func recordAllocWorkload(t *testing.T, name, mean, mib string, env ...string) allocRun {
 	t.Helper()
 	w := exec.Command(buildPath(t, "workloads/"+name), mib, "wait")
 	w.Stderr = os.Stderr
+	w.Env = append(os.Environ(), env...)
 	stdout, err := w.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +159,24 @@ func TestAllocJemalloc(t *testing.T) {
 	}
 	r := recordAllocWorkload(t, "alloc-jemalloc", "32k", "64")
 	checkAllocShares(t, r)
+}
+
+// TestAllocPreload: the in-process route - the workload runs with libotelprof_alloc.so
+// preloaded (mean 32 KiB from its environment), which samples by itself and calls its
+// markers only for sampled allocations and their frees; the same figures, and no frame of
+// the sampler's own in the stacks.
+func TestAllocPreload(t *testing.T) {
+	requireRoot(t)
+	r := recordAllocWorkload(t, "alloc", "512k", "64", "LD_PRELOAD="+buildPath(t, "libotelprof_alloc.so"),
+		"OTELPROF_ALLOC_MEAN=32k")
+	checkAllocShares(t, r)
+	for _, s := range samplesOf(r.p, r.pid) {
+		for _, loc := range s.Location {
+			if loc.Mapping != nil && strings.Contains(loc.Mapping.File, "libotelprof_alloc") {
+				t.Fatalf("a frame of the in-process sampler in %s", strings.Join(funcNames(s), " <- "))
+			}
+		}
+	}
 }
 
 // TestAllocOff: without --alloc a recording has no heap sample types and probes nothing.
