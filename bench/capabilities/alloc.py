@@ -2,7 +2,9 @@
 
 bench_malloc (one thread: malloc of 16 B to 4 KiB, each block freed 64 allocations later)
 runs for a fixed window alone, under `otelprof record --pid --alloc` at the default mean
-(512 KiB) and at 64 KiB, under heaptrack and under valgrind --tool=massif where they are
+(512 KiB) and at 64 KiB with uprobes on malloc/free (every call traps), the same with the
+in-process route (libotelprof_alloc.so preloaded, OTELPROF_ALLOC_MEAN: only sampled calls
+and their frees trap), under heaptrack and under valgrind --tool=massif where they are
 installed. The workload waits for the recorder to attach before it starts (SIGUSR1), so its
 whole window is probed. Throughput is allocations (each with its free) per second of the
 workload's own CPU time: the host is shared, and the uprobe traps are spent in the workload's
@@ -31,9 +33,15 @@ def alone(ctx, secs):
     return parse(ctx["sh"](bench(ctx, secs)).stdout)
 
 
-def under_otelprof(ctx, secs, mean):
+def preload_env(ctx, mean):
+    return dict(os.environ, LD_PRELOAD=os.path.join(ctx["BUILD"], "libotelprof_alloc.so"),
+                OTELPROF_ALLOC_MEAN=mean)
+
+
+def under_otelprof(ctx, secs, mean, preload=False):
     """(allocs/s, allocs per CPU s) of the workload, agent CPU %, BPF ns per probed call."""
-    w = subprocess.Popen(bench(ctx, secs, True), stdout=subprocess.PIPE, text=True)
+    w = subprocess.Popen(bench(ctx, secs, True), stdout=subprocess.PIPE, text=True,
+                         env=preload_env(ctx, mean) if preload else None)
     w.stdout.readline()  # ready
     cli = os.path.join(ctx["BUILD"], "otelprof")
     p = subprocess.Popen([cli, "record", "--verbose", "--pid", str(w.pid), "--frequency", "19",
@@ -51,8 +59,10 @@ def under_otelprof(ctx, secs, mean):
     p.send_signal(signal.SIGINT)
     p.communicate(timeout=120)
     run_ns = sum(v[1] - progs0.get(k, (0, 0, 0))[1] for k, v in progs1.items())
+    # uprobe route: per allocator call (malloc, free...); in-process: per sampled allocation
     calls = sum(v[2] - progs0.get(k, (0, 0, 0))[2] for k, v in progs1.items()
-                if v[3].startswith("alloc_") and v[3] != "alloc_ret")
+                if (v[3].startswith("alloc_pre_samp") if preload else
+                    v[3].startswith("alloc_") and v[3] != "alloc_ret"))
     rate, cpu_rate = parse(out)
     return rate, cpu_rate, 100 * (cpu1 - cpu0) / 1e9 / (t1 - t0), (run_ns / calls if calls else None)
 
@@ -67,17 +77,21 @@ def run(ctx):
     secs = 2 if ctx["QUICK"] else 5
     have = {t: ctx["sh"](["sh", "-c", f"command -v {t}"]).returncode == 0
             for t in ("heaptrack", "valgrind")}
-    keys = ("alone", "d512", "d64", "heaptrack", "massif")
+    keys = ("alone", "d512", "d64", "pre_alone", "p512", "p64", "heaptrack", "massif")
     rows = {k: [] for k in keys}
-    agent = {k: [] for k in ("d512", "d64")}
-    bpf = {k: [] for k in ("d512", "d64")}
+    agent = {k: [] for k in ("d512", "d64", "p512", "p64")}
+    bpf = {k: [] for k in ("d512", "d64", "p512", "p64")}
     for _ in range(reps):
         rows["alone"].append(alone(ctx, secs))
-        for k, mean in (("d512", "512k"), ("d64", "64k")):
-            r, c, a, ns = under_otelprof(ctx, secs, mean)
+        rows["pre_alone"].append(parse(ctx["sh"](bench(ctx, secs),
+                                                 env=preload_env(ctx, "512k")).stdout))
+        for k, mean, pre in (("d512", "512k", False), ("d64", "64k", False),
+                             ("p512", "512k", True), ("p64", "64k", True)):
+            r, c, a, ns = under_otelprof(ctx, secs, mean, pre)
             rows[k].append((r, c))
             agent[k].append(a)
-            bpf[k].append(ns)
+            if k in bpf:
+                bpf[k].append(ns)
         if have["heaptrack"]:
             rows["heaptrack"].append(under_tool(ctx, secs, [
                 "heaptrack", "-o", os.path.join(ctx["workdir"], "bench_malloc.heaptrack")]))
@@ -104,13 +118,19 @@ def run(ctx):
         return f.format(v) if v else "n/a"
 
     def agent_cell(k):
+        if k == "pre_alone":
+            return "-"
         return fmt(med(agent[k]), "{:.1f}%") if k in agent else "n/a (in-process)"
 
     def bpf_cell(k):
         return fmt(med(bpf[k])) if k in bpf else "-"
 
     names = {"alone": "alone", "d512": "otelprof record --alloc (mean 512 KiB)",
-             "d64": "otelprof record --alloc=64k", "heaptrack": "heaptrack (every call)",
+             "d64": "otelprof record --alloc=64k",
+             "pre_alone": "libotelprof_alloc.so preloaded, no recorder",
+             "p512": "preloaded + otelprof record --alloc (mean 512 KiB)",
+             "p64": "preloaded (mean 64 KiB) + otelprof record --alloc",
+             "heaptrack": "heaptrack (every call)",
              "massif": "valgrind --tool=massif"}
     out = []
     for k in keys:
@@ -122,7 +142,7 @@ def run(ctx):
     return {
         "title": "Memory allocations: malloc-heavy workload (uprobes on malloc/free)",
         "columns": ["", "allocs per CPU s", "allocs/s (wall)", "slowdown (CPU)", "agent CPU",
-                    "BPF ns per call"],
+                    "BPF ns per probed call (preloaded: per sample)"],
         "rows": out,
         "notes": __doc__.split("\n\n", 1)[1].replace("\n", " ") +
         f" {reps} repetition(s) of {secs} s each.",
