@@ -36,26 +36,30 @@ extern void *__libc_pvalloc(size_t size);
 
 /* ---------------------------------------------------------------- the profiler's markers */
 
-/* Written by the markers so that each has a body of its own (never merged, never elided). */
-static volatile uintptr_t marker_sink[2];
-
 /*
- * A sampled allocation: @addr, @size bytes asked for, drawn at @mean bytes; @tracked: its
- * free will be reported. The uprobe takes the stack here.
+ * otelprof_alloc_sampled(addr, size, mean, tracked): a sampled allocation - @addr, @size bytes
+ * asked for, drawn at @mean bytes; @tracked: its free will be reported. The uprobe takes the
+ * stack here. otelprof_alloc_freed(addr): a sampled allocation is freed.
+ *
+ * Written in assembly so that each starts with a 5-byte nop, the instruction the kernel
+ * probes cheapest (emulated, no single step; on kernels that optimize uprobes, a call instead
+ * of a trap), and stays a function of its own (with its CFI for the stack walk).
  */
-API __attribute__((noinline)) void otelprof_alloc_sampled(void *addr, size_t size, size_t mean,
-							  int tracked)
-{
-	marker_sink[0] = (uintptr_t)addr ^ size ^ mean ^ (uintptr_t)tracked;
-	__asm__ volatile("" ::: "memory");
-}
+#define MARKER(name)                                   \
+	__asm__(".text\n"                              \
+		".globl " #name "\n"                   \
+		".type " #name ", @function\n"         \
+		".p2align 4\n" #name ":\n"             \
+		".cfi_startproc\n"                     \
+		".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" \
+		"ret\n"                                \
+		".cfi_endproc\n"                       \
+		".size " #name ", . - " #name "\n")
 
-/* A sampled allocation is freed. */
-API __attribute__((noinline)) void otelprof_alloc_freed(void *addr)
-{
-	marker_sink[1] = (uintptr_t)addr;
-	__asm__ volatile("" ::: "memory");
-}
+MARKER(otelprof_alloc_sampled);
+MARKER(otelprof_alloc_freed);
+API void otelprof_alloc_sampled(void *addr, size_t size, size_t mean, int tracked);
+API void otelprof_alloc_freed(void *addr);
 
 /* ---------------------------------------------------------------- sampling */
 
