@@ -44,6 +44,7 @@ static const struct {
 };
 
 #define N_SYMS (sizeof(alloc_syms) / sizeof(alloc_syms[0]))
+_Static_assert(N_SYMS == OP_ALLOC_NSYMS, "OP_ALLOC_NSYMS: the number of alloc_syms");
 
 struct probed {
 	uint64_t dev, ino;
@@ -222,26 +223,18 @@ static bool is_allocator_lib(const char *path)
 	       !strncmp(base, "libtcmalloc", 11) || !strncmp(base, "libmimalloc", 11);
 }
 
-/* File offsets of the allocator functions @path defines (0: absent). Returns how many. */
-static int find_syms(const char *path, uint64_t *off)
+/* File offsets of the allocator functions @elf defines (0: absent). Returns how many. */
+static int syms_of_elf(Elf *elf, uint64_t *off)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
 	Elf_Scn *scn = NULL;
+	int found = 0;
 	GElf_Ehdr eh;
 	size_t nph;
-	Elf *elf;
 
 	memset(off, 0, N_SYMS * sizeof(*off));
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph)) {
-		if (elf)
-			elf_end(elf);
-		close(fd);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    elf_getphdrnum(elf, &nph))
 		return -ENOEXEC;
-	}
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
@@ -266,24 +259,58 @@ static int find_syms(const char *path, uint64_t *off)
 			for (size_t k = 0; k < N_SYMS; k++) {
 				if (off[k] || strcmp(name, alloc_syms[k].name))
 					continue;
-				/* the file offset of the address: its PT_LOAD segment */
+				/* the file offset of the address: its executable PT_LOAD segment */
 				for (size_t ph = 0; ph < nph; ph++) {
 					GElf_Phdr p;
 
 					if (gelf_getphdr(elf, (int)ph, &p) && p.p_type == PT_LOAD &&
 					    (p.p_flags & PF_X) && sym.st_value >= p.p_vaddr &&
-					    sym.st_value < p.p_vaddr + p.p_filesz) {
+					    sym.st_value - p.p_vaddr < p.p_filesz) {
+						/* 0 is the ELF header, never a function */
 						off[k] = sym.st_value - p.p_vaddr + p.p_offset;
-						found++;
+						found += off[k] != 0;
 						break;
 					}
 				}
 			}
 		}
 	}
-	elf_end(elf);
-	close(fd);
 	return found;
+}
+
+int op_alloc_syms_mem(const void *image, size_t size, uint64_t *off)
+{
+	Elf *elf;
+	int n;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)image, size);
+	n = syms_of_elf(elf, off);
+	if (elf)
+		elf_end(elf);
+	return n;
+}
+
+static int find_syms(const char *path, uint64_t *off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n;
+	Elf *elf;
+
+	memset(off, 0, N_SYMS * sizeof(*off));
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	n = syms_of_elf(elf, off);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return n;
+}
+
+const char *op_alloc_sym_name(size_t i)
+{
+	return i < N_SYMS ? alloc_syms[i].name : NULL;
 }
 
 static struct bpf_program *prog_of(struct sampler_bpf *skel, enum alloc_prog p)

@@ -8,6 +8,7 @@
 #define OTELPROF_ALLOC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sampler_bpf;
@@ -33,6 +34,15 @@ void op_alloc_forget(struct op_alloc_probes *a, int pid, uint64_t addr);
 void op_alloc_forget_pid(struct op_alloc_probes *a, int pid);
 /* Whether @path is the in-process sampler, libotelprof_alloc.so (its frames are not shown). */
 bool op_alloc_is_preload(const char *path);
+
+/*
+ * The allocator functions an ELF image defines: @off[i] is the file offset of the function
+ * op_alloc_sym_name(i) (0: absent), for i < OP_ALLOC_NSYMS. Returns how many, or -ENOEXEC.
+ * Pure (outside input: fuzzed).
+ */
+#define OP_ALLOC_NSYMS 13
+int op_alloc_syms_mem(const void *image, size_t size, uint64_t *off);
+const char *op_alloc_sym_name(size_t i);
 
 /* P(an allocation of @size bytes is sampled) at mean @mean: 1 - exp(-size / mean). */
 double op_alloc_probability(uint64_t size, uint64_t mean);
