@@ -279,12 +279,14 @@ struct otelprof_stats {
 	/*
 	 * Allocations: sampled allocations recorded; frees of them seen; sampled allocations not
 	 * tracked until freed (the in-use map was full: in alloc_* only); frees of an address
-	 * user space did not know (its allocation's record was lost or came late).
+	 * user space did not know (its allocation's record was lost or came late); sampled calls
+	 * that returned no memory (enormous sizes: nothing recorded).
 	 */
 	uint64_t alloc_samples;
 	uint64_t alloc_frees;
 	uint64_t alloc_untracked;
 	uint64_t alloc_unpaired_frees;
+	uint64_t alloc_failed;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

@@ -1674,6 +1674,7 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	s.unwind_tables_full = us.tables_full;
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
+		s.alloc_failed = counters[OP_CNT_ALLOC_FAIL];
 		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)
 			s.unwind_errors[i] = counters[OP_CNT_UNWIND_BASE + i];
 	}

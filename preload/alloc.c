@@ -154,7 +154,7 @@ static inline void *sampled(void *p, size_t size)
 		return p;
 	if (!left)
 		left = draw();
-	if ((int64_t)size < left) {
+	if (left > 0 && size < (uint64_t)left) {
 		left -= (int64_t)size;
 		return p;
 	}

@@ -118,7 +118,7 @@ static __always_inline void alloc_enter(__u64 size, __u64 memptr)
 		if (!th)
 			return;
 	}
-	if ((__s64)size < th->left) {
+	if (th->left > 0 && size < (__u64)th->left) { /* unsigned: sizes from 2^63 are sampled */
 		th->left -= (__s64)size;
 		return;
 	}

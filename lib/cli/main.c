@@ -387,10 +387,11 @@ static int cmd_record(int argc, char **argv)
 	if (verbosity >= OTELPROF_LOG_WARN && opts.alloc_mean_bytes)
 		fprintf(stderr,
 			"%s: and %llu sampled allocations (%llu freed, %llu not tracked to their "
-			"free, %llu frees of unknown addresses)\n",
+			"free, %llu frees of unknown addresses, %llu sampled calls that failed)\n",
 			prog, (unsigned long long)st.alloc_samples,
 			(unsigned long long)st.alloc_frees, (unsigned long long)st.alloc_untracked,
-			(unsigned long long)st.alloc_unpaired_frees);
+			(unsigned long long)st.alloc_unpaired_frees,
+			(unsigned long long)st.alloc_failed);
 	if (verbosity >= OTELPROF_LOG_WARN && (st.unwind_procs_full || st.unwind_tables_full))
 		fprintf(stderr,
 			"%s: unwinder maps full: %llu process and %llu table loads did not fit; "

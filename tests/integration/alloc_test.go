@@ -45,7 +45,13 @@ type allocRun struct {
 
 func recordAllocWorkload(t *testing.T, name, mean, mib string, env ...string) allocRun {
 	t.Helper()
-	w := exec.Command(buildPath(t, "workloads/"+name), mib, "wait")
+	return recordAllocMode(t, name, "wait", mean, mib, env...)
+}
+
+// recordAllocMode: mode "hostile" runs the workload's hostile part first, recorded too.
+func recordAllocMode(t *testing.T, name, mode, mean, mib string, env ...string) allocRun {
+	t.Helper()
+	w := exec.Command(buildPath(t, "workloads/"+name), mib, mode)
 	w.Stderr = os.Stderr
 	w.Env = append(os.Environ(), env...)
 	stdout, err := w.StdoutPipe()
@@ -64,6 +70,12 @@ func recordAllocWorkload(t *testing.T, name, mean, mib string, env ...string) al
 	rec, rest := startRecording(t, "--pid", strconv.Itoa(w.Process.Pid), "--frequency", "19",
 		"--alloc="+mean, "--output", out)
 	_ = w.Process.Signal(syscall.SIGUSR1)
+	if mode == "hostile" {
+		if !lines.Scan() || lines.Text() != "hostile done" || !lines.Scan() || lines.Text() != "ready" {
+			t.Fatalf("workload's hostile part did not end: %q", lines.Text())
+		}
+		_ = w.Process.Signal(syscall.SIGUSR1)
+	}
 	if !lines.Scan() {
 		t.Fatal("workload ended without its summary")
 	}
@@ -176,6 +188,44 @@ func TestAllocPreload(t *testing.T) {
 				t.Fatalf("a frame of the in-process sampler in %s", strings.Join(funcNames(s), " <- "))
 			}
 		}
+	}
+}
+
+// TestAllocHostile: before its 3:1:1 run the workload asks for 2^62 bytes and SIZE_MAX, has a
+// calloc overflow, realloc(NULL, n), realloc(p, 0), free(NULL), allocates in a signal handler
+// and forks a child that frees the parent's 256 blocks of 64 KiB and exits (the parent frees
+// them too). The recorder survives, nothing is invented from the failed calls (the estimate
+// stays within 10 % of what was really allocated), the run's shares hold, and nothing of the
+// hostile part is left in use.
+func TestAllocHostile(t *testing.T) {
+	requireRoot(t)
+	r := recordAllocMode(t, "alloc", "hostile", "32k", "64")
+	_, as, _, is := allocTypes(t, r.p)
+	const hostileBytes = 256*65536 + 1000
+	var space, three, inuse, keepInuse float64
+	by := map[string]float64{}
+	for _, s := range samplesOf(r.p, r.pid) {
+		space += float64(s.Value[as])
+		inuse += float64(s.Value[is])
+		if hasFunc(s, "alloc_keep") {
+			keepInuse += float64(s.Value[is])
+		}
+		for _, fn := range []string{"alloc_hot", "alloc_warm", "alloc_keep"} {
+			if hasFunc(s, fn) {
+				by[fn] += float64(s.Value[as])
+				three += float64(s.Value[as])
+			}
+		}
+	}
+	t.Logf("%s", strings.TrimSpace(r.stderr[strings.LastIndex(r.stderr, "otelprof: and"):]))
+	if m := regexp.MustCompile(`(\d+) sampled calls that failed`).FindStringSubmatch(r.stderr); m == nil || atoi(t, m[1]) < 2 {
+		t.Errorf("the failed 2^62 and SIZE_MAX mallocs are not counted: %s", r.stderr)
+	}
+	within(t, "estimated bytes (of the run's and the hostile part's)", 100*space/(r.total+hostileBytes), 100, 10)
+	within(t, "alloc_hot of the three", 100*by["alloc_hot"]/three, 100*r.hot/r.total, 3)
+	within(t, "alloc_keep of the three", 100*by["alloc_keep"]/three, 100*r.keep/r.total, 3)
+	if inuse == 0 || keepInuse/inuse < 0.9 {
+		t.Errorf("inuse_space in alloc_keep: %.0f of %.0f bytes, want >= 90%%", keepInuse, inuse)
 	}
 }
 

@@ -4,12 +4,15 @@
  * free what they allocate, alloc_keep keeps it - in sizes spread from 16 bytes to 16 KiB,
  * through malloc, calloc, realloc, posix_memalign and aligned_alloc.
  *
- *   alloc [MIB [wait|loop]]   MIB: bytes allocated in all (default 64 MiB)
+ *   alloc [MIB [wait|loop|hostile]]   MIB: bytes allocated in all (default 64 MiB)
  *
  * With "wait" it blocks until SIGUSR1 before allocating (the test starts its recording in
  * between). When done it prints "done TOTAL HOT WARM KEEP" (bytes asked for) on stdout and
  * sleeps, holding alloc_keep's memory, until killed. With "loop" it starts again after each
- * run, first freeing what alloc_keep kept, until killed.
+ * run, first freeing what alloc_keep kept, until killed. With "hostile" it first does what
+ * an allocation profiler must survive: sizes no allocator can give, calloc overflowing,
+ * realloc(NULL, n) and realloc(p, 0), free(NULL), allocations in a signal handler, a child
+ * that frees the parent's blocks and exits - then waits for SIGUSR1 and runs as "wait".
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -118,6 +122,44 @@ static __attribute__((noinline)) size_t alloc_keep(size_t budget)
 	return done;
 }
 
+static void on_alarm(int sig)
+{
+	/* not async-signal-safe by POSIX, done by real programs anyway */
+	free(malloc(4096 + sig));
+}
+
+static void hostile(void)
+{
+	void *blocks[256];
+	struct sigaction sa = { .sa_handler = on_alarm };
+	pid_t child;
+
+	volatile size_t huge = (size_t)1 << 62, max = SIZE_MAX, n = (size_t)1 << 40;
+
+	sink = malloc(huge);	   /* fails */
+	sink = calloc(n, 1 << 30); /* overflows: fails */
+	sink = malloc(max);
+	free(NULL);
+	sink = realloc(NULL, 1000);
+	sink = realloc(sink, 0); /* frees */
+	sigaction(SIGALRM, &sa, NULL);
+	for (int i = 0; i < 256; i++) {
+		blocks[i] = malloc(1 << 16);
+		ualarm(100, 0);
+		for (volatile int j = 0; j < 20000; j++)
+			;
+	}
+	child = fork();
+	if (child == 0) {
+		for (int i = 0; i < 256; i++)
+			free(blocks[i]);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	for (int i = 0; i < 256; i++)
+		free(blocks[i]);
+}
+
 int main(int argc, char **argv)
 {
 	size_t total = (argc > 1 ? strtoull(argv[1], NULL, 10) : 64) << 20, hot = 0, warm = 0,
@@ -128,7 +170,15 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	if (argc > 2 && !strcmp(argv[2], "wait")) {
+	if (argc > 2 && !strcmp(argv[2], "hostile")) {
+		printf("ready\n");
+		fflush(stdout);
+		sigwait(&set, &sig);
+		hostile();
+		printf("hostile done\n");
+		fflush(stdout);
+	}
+	if (argc > 2 && (!strcmp(argv[2], "wait") || !strcmp(argv[2], "hostile"))) {
 		printf("ready\n");
 		fflush(stdout);
 		sigwait(&set, &sig);
