@@ -67,6 +67,7 @@ struct alloc_state {
 	struct op_alloc_free early[ALLOC_EARLY_FREES];
 	unsigned int early_next;
 	uint64_t rng;
+	bool snapshot_in_profile; /* a collect whose encoding failed kept it: not twice */
 };
 
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
@@ -1618,7 +1619,9 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 
 	pthread_mutex_lock(&p->lock);
 	queue_flush(p);
-	alloc_snapshot(p);
+	if (!p->alloc.snapshot_in_profile)
+		alloc_snapshot(p);
+	p->alloc.snapshot_in_profile = true;
 	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
 	if (format == OTELPROF_FORMAT_PPROF)
 		err = op_encode_pprof(p->profile, &out, &len);
@@ -1639,6 +1642,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	n = op_profile_sample_count(p->profile);
 	op_profile_free(p->profile);
 	p->profile = next;
+	p->alloc.snapshot_in_profile = false;
 	p->stats.collected += n;
 	pthread_mutex_unlock(&p->lock);
 
