@@ -229,6 +229,11 @@ bench: test-bins $(COLLECTOR)
 lint: $(GENERATED)
 	$(Q)./scripts/lint.sh
 
+# Grafana Pyroscope for tests/integration/pyroscope_test.go (issue 18), cached in $(BUILD)/tools
+.PHONY: pyroscope
+pyroscope:
+	$(Q)BUILD=$(abspath $(BUILD)) ./scripts/build-pyroscope.sh >/dev/null
+
 clean:
 	rm -rf $(BUILD)
 

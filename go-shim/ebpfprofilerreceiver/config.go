@@ -62,6 +62,13 @@ type Config struct {
 	// (default true).
 	EnvResource bool `mapstructure:"env_resource"`
 
+	// ResourceAttributesOnSamples moves each process's resource attributes (service.name,
+	// process.pid, process.executable.*, container.id, OTEL_RESOURCE_ATTRIBUTES) onto its
+	// samples' attributes and leaves the resource empty (default false). For backends that do
+	// not resolve string-table keys in resource attributes, which this collector line's pdata
+	// always writes: Grafana Pyroscope 1.21 refuses such exports (see onsamples.go).
+	ResourceAttributesOnSamples bool `mapstructure:"resource_attributes_on_samples"`
+
 	// RingBufferBytes sizes the kernel-to-user ring buffer: a power of two, at least 65536;
 	// 0 (the default) = 1 MiB per online CPU, from 1 to 4 MiB. Raise it if the `lost`
 	// counter grows.

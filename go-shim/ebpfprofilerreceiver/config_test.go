@@ -24,6 +24,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.KernelFrames = false
 	custom.Symbolize = false
 	custom.FramePointersOnly = true
+	custom.ResourceAttributesOnSamples = true
 	custom.RingBufferBytes = 1 << 20
 	custom.ErrorMode = ErrorModeIgnore
 	custom.VerboseMode = true

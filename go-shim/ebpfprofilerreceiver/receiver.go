@@ -185,6 +185,14 @@ func (r *profilesReceiver) report(ctx context.Context) {
 	if n == 0 {
 		return
 	}
+	if r.cfg.ResourceAttributesOnSamples {
+		if err := resourceToSamples(pd); err != nil {
+			r.decodeErrors.Add(1)
+			r.set.Logger.Error("cannot move resource attributes onto samples; report dropped",
+				zap.Error(err))
+			return
+		}
+	}
 	samples := sampleCount(pd)
 	if err := r.deliver(ctx, pd, samples); err != nil {
 		r.consumeErrors.Add(1)
