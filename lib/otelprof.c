@@ -961,15 +961,27 @@ static void alloc_drop_pid(struct otelprof *p, uint32_t pid)
 	}
 }
 
-/* The in-use profile: every live sampled allocation, into the profile. Under lock. */
+/*
+ * The in-use profile: every live sampled allocation, into the profile, stamped now (the
+ * time the snapshot describes, inside the profile's span; an allocation may be older than
+ * the profile). Under lock.
+ */
 static void alloc_snapshot(struct otelprof *p)
 {
 	struct alloc_state *a = &p->alloc;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	for (size_t b = 0; a->n_live && b < ALLOC_BUCKETS; b++)
-		for (struct alloc_live *l = a->live[b]; l; l = l->next)
+	for (size_t b = 0; a->n_live && b < ALLOC_BUCKETS; b++) {
+		for (struct alloc_live *l = a->live[b]; l; l = l->next) {
+			uint64_t when = l->rec->ktime_ns;
+
+			l->rec->ktime_ns = now;
 			alloc_add(p, l->rec, l->size, OP_SAMPLE_INUSE_OBJECTS,
 				  OP_SAMPLE_INUSE_SPACE);
+			l->rec->ktime_ns =
+				when; /* the early-free check compares allocation times */
+		}
+	}
 }
 
 static void alloc_free_all(struct otelprof *p)
