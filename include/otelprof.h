@@ -205,7 +205,21 @@ struct otelprof_opts {
 	 * upstream `tracers`); one this library does not have is warned about once at open.
 	 */
 	const char *runtimes_wanted;
+	/*
+	 * Memory allocation profiling (callers whose @sz ends before these fields do not set
+	 * them): uprobes on the processes' allocator (glibc, jemalloc, tcmalloc, mimalloc)
+	 * sample allocations by bytes, one after an exponentially distributed byte count of mean
+	 * @alloc_mean_bytes per thread (as Go and tcmalloc do), and track the sampled addresses
+	 * until freed. 0 = off (the default); OTELPROF_ALLOC_DEFAULT_MEAN is 512 KiB. Profiles
+	 * get alloc_objects/count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes,
+	 * estimates of the whole. @alloc_inuse_max bounds the sampled allocations tracked
+	 * (0 = 65536; more are reported as allocated and counted in alloc_untracked).
+	 */
+	uint64_t alloc_mean_bytes;
+	uint32_t alloc_inuse_max;
 };
+
+#define OTELPROF_ALLOC_DEFAULT_MEAN (512u << 10)
 
 #define OTELPROF_OPTS_INIT                         \
 	{                                          \
@@ -322,6 +336,17 @@ struct otelprof_stats {
 	 */
 	uint64_t binaries;
 	uint64_t symbolize_backlog_bytes;
+	/*
+	 * Allocations: sampled allocations recorded; frees of them seen; sampled allocations not
+	 * tracked until freed (the in-use map was full: in alloc_* only); frees of an address
+	 * user space did not know (its allocation's record was lost or came late); sampled calls
+	 * that returned no memory (enormous sizes: nothing recorded).
+	 */
+	uint64_t alloc_samples;
+	uint64_t alloc_frees;
+	uint64_t alloc_untracked;
+	uint64_t alloc_unpaired_frees;
+	uint64_t alloc_failed;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

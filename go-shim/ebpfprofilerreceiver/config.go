@@ -86,6 +86,14 @@ type Config struct {
 	// off_cpu/nanoseconds, each with the thread.state it left the CPU in.
 	OffCPUThreshold float64 `mapstructure:"off_cpu_threshold"`
 
+	// AllocMeanBytes turns on memory allocation profiling (an otelprof key): uprobes on the
+	// processes' allocator (glibc, jemalloc, tcmalloc, mimalloc) sample one allocation per
+	// AllocMeanBytes bytes allocated on average (524288 is Go's and tcmalloc's default);
+	// 0, the default, is off. Four profiles per process: alloc_objects/count,
+	// alloc_space/bytes, inuse_objects/count, inuse_space/bytes. Every allocator call traps
+	// into the kernel: malloc-heavy programs slow down (README "Memory allocations").
+	AllocMeanBytes int64 `mapstructure:"alloc_mean_bytes"`
+
 	// VerboseMode forwards the library's debug messages (and libbpf's) to the collector log
 	// (default false: info and above).
 	VerboseMode bool `mapstructure:"verbose_mode"`
@@ -146,6 +154,10 @@ func (cfg *Config) Validate() error {
 			"interval is recorded must be between 0 (off) and 1, got %g", cfg.OffCPUThreshold))
 	}
 	errs = append(errs, cfg.Upstream.validate()...)
+	if cfg.AllocMeanBytes < 0 || cfg.AllocMeanBytes > 1<<40 {
+		errs = append(errs, fmt.Errorf("alloc_mean_bytes: the mean bytes between sampled "+
+			"allocations must be between 0 (off) and 2^40, e.g. 524288, got %d", cfg.AllocMeanBytes))
+	}
 	return errors.Join(errs...)
 }
 
@@ -161,6 +173,7 @@ func (cfg *Config) options() otelprof.Options {
 		FramePointers:   cfg.FramePointersOnly,
 		RingBufferBytes: cfg.RingBufferBytes,
 		OffCPUThreshold: cfg.OffCPUThreshold,
+		AllocMeanBytes:  uint64(cfg.AllocMeanBytes),
 	}
 	cfg.Upstream.apply(&o)
 	return o

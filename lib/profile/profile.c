@@ -952,6 +952,11 @@ static const char *const wk_strings[OP_WK_MAX] = {
 	[OP_WK_ID] = "id",
 	[OP_WK_OFF_CPU] = "off_cpu",
 	[OP_WK_THREAD_STATE] = "thread.state",
+	[OP_WK_ALLOC_OBJECTS] = "alloc_objects",
+	[OP_WK_ALLOC_SPACE] = "alloc_space",
+	[OP_WK_INUSE_OBJECTS] = "inuse_objects",
+	[OP_WK_INUSE_SPACE] = "inuse_space",
+	[OP_WK_BYTES] = "bytes",
 	[OP_WK_EVENTS] = "events",
 };
 

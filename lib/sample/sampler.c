@@ -162,6 +162,37 @@ static int attach_probes(struct op_sampler *s)
 }
 
 /*
+ * Allocations (bpf/sample/alloc.bpf.h): the mean, the in-use map's size, and the programs.
+ * lib/sample/alloc.c attaches them by symbol, never the skeleton; off, the uprobe chain (names
+ * starting "alloc_" or ending "_alloc") is not loaded.
+ */
+static void set_alloc(struct sampler_bpf *skel, uint64_t mean, uint32_t inuse_max)
+{
+	struct bpf_program *prog;
+
+	skel->rodata->alloc_mean = mean;
+	skel->rodata->alloc_self = (__u32)getpid();
+	bpf_object__for_each_program (prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+		size_t len = strlen(name);
+		bool ours = !strncmp(name, "alloc_", 6) ||
+			    (len > 6 && !strcmp(name + len - 6, "_alloc"));
+
+		if (ours)
+			bpf_program__set_autoattach(prog, false);
+		if (ours && !mean)
+			bpf_program__set_autoload(prog, false);
+	}
+	if (!mean) {
+		bpf_map__set_max_entries(skel->maps.alloc_threads, 1);
+		bpf_map__set_max_entries(skel->maps.alloc_calls, 1);
+		bpf_map__set_max_entries(skel->maps.alloc_inuse, 1);
+	} else if (inuse_max) {
+		bpf_map__set_max_entries(skel->maps.alloc_inuse, inuse_max);
+	}
+}
+
+/*
  * Every loaded walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h) gets its
  * continuations: unwind_native_<chain> and unwind_interp_<chain>. A chain that is off was not
  * loaded and is left empty.
@@ -243,6 +274,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->skel->rodata->idle_frames = opts->idle_frames;
 	set_probes(s->skel, opts->probe_cnt > 0);
 	set_offcpu(s->skel, opts->off_cpu_threshold);
+	set_alloc(s->skel, opts->alloc_mean, opts->alloc_inuse_max);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());

@@ -22,6 +22,9 @@ struct op_sampler_opts {
 	bool labels; /* read the labels threads publish (bpf/sample/labels.bpf.h) */
 	/* off-CPU: probability that an interval off the CPU is sampled; 0 = off (not loaded) */
 	double off_cpu_threshold;
+	/* allocations: mean bytes between samples, 0 = off (not loaded); in-use map entries */
+	uint64_t alloc_mean;
+	uint32_t alloc_inuse_max;
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;

@@ -44,6 +44,8 @@ type Options struct {
 	FramePointers bool
 	// OffCPUThreshold is the probability that an off-CPU interval is recorded; 0 = off.
 	OffCPUThreshold float64
+	// AllocMeanBytes is the mean bytes between sampled allocations; 0 = off.
+	AllocMeanBytes uint64
 	// NoLabels leaves thread labels unread and samples unlinked (OTELPROF_F_NO_LABELS).
 	NoLabels bool
 	// NoEnvResource leaves processes' OTEL_* environment unread (OTELPROF_F_NO_ENV_RESOURCE).

@@ -90,6 +90,7 @@ func Open(opts Options) (*Profiler, error) {
 	o.frequency_hz = C.uint(opts.FrequencyHz)
 	o.ringbuf_bytes = C.size_t(opts.RingBufferBytes)
 	o.off_cpu_threshold = C.double(opts.OffCPUThreshold)
+	o.alloc_mean_bytes = C.uint64_t(opts.AllocMeanBytes)
 	if opts.NoKernelStacks {
 		o.flags |= C.OTELPROF_F_NO_KERNEL_STACKS
 	}
