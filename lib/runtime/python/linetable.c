@@ -153,8 +153,8 @@ int op_py_utf8(const uint8_t *chars, size_t n, int kind, char *out, size_t cap)
 		else
 			c = (uint32_t)chars[4 * i] | (uint32_t)chars[4 * i + 1] << 8 |
 			    (uint32_t)chars[4 * i + 2] << 16 | (uint32_t)chars[4 * i + 3] << 24;
-		if ((c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
-			c = 0xfffd; /* a lone surrogate or not a code point: the replacement */
+		if (!c || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff)
+			c = 0xfffd; /* NUL, a lone surrogate or not a code point: the replacement */
 		if (c < 0x80) {
 			b[0] = (char)c;
 			k = 1;

@@ -38,7 +38,8 @@ int64_t op_py_line(int minor, const uint8_t *tab, size_t len, int64_t first, int
 
 /*
  * A str's characters (@n of them, @kind bytes each: 1 Latin-1, 2 UCS-2, 4 UCS-4, little
- * endian) as UTF-8 into @out (@cap bytes, NUL-terminated, cut at a character boundary).
+ * endian) as UTF-8 into @out (@cap bytes, NUL-terminated, cut at a character boundary; NUL,
+ * lone surrogates and values past U+10FFFF become U+FFFD).
  * Returns the bytes written, or -1 when @kind is not 1, 2 or 4.
  */
 int op_py_utf8(const uint8_t *chars, size_t n, int kind, char *out, size_t cap);
