@@ -402,3 +402,25 @@ func TestPythonOTLP(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonStartedAfter: a Python started while the whole system is being recorded is found
+// when its libpython is mapped, and named like one started before.
+func TestPythonStartedAfter(t *testing.T) {
+	requireRoot(t)
+	py := pythons(t)["3.11"]
+	if py == "" {
+		t.Skip("skipped: no Python 3.11")
+	}
+	out := filepath.Join(t.TempDir(), "after.pb.gz")
+	rec, rest := startRecording(t, "--duration", "4", "--frequency", "499", "--output", out)
+	_, pid, _ := startPython(t, py, "ab")
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("otelprof record: %v: %s", err, <-rest)
+	}
+	ss := samplesOf(parseProfile(t, out), pid)
+	sh := shareByStack(ss, "<module>", "leaf")
+	t.Logf("%d samples of the Python started after the recorder: <module> %.1f%%, leaf %.1f%%", total(ss), sh["<module>"], sh["leaf"])
+	if total(ss) < 200 || sh["<module>"] < 90 || sh["leaf"] < 80 {
+		t.Errorf("%d samples, <module> on %.1f%%, leaf on %.1f%%: want >= 200, 90, 80", total(ss), sh["<module>"], sh["leaf"])
+	}
+}
