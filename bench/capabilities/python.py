@@ -5,7 +5,8 @@ BPF time per sample: the run time of every BPF program of `otelprof record --pid
 runs of on_cpu_sample (kernel.bpf_stats_enabled), for a Python stack 50 frames deep
 (tests/runtime/python/work.py deep: <module>, deep_loop, deep x 49, leaf; Python 3.12, whose
 eval loop runs them all in one native frame, and 3.10, with one native eval-loop frame per
-Python frame) against bench_deep at depth 50 (native frames, CFI). Agent CPU: CPU time of the
+Python frame and one _PyEval_Vector frame between two Python frames, so its trace fills its
+128 user slots at ~42 Python frames) against bench_deep at depth 50 (native frames, CFI). Agent CPU: CPU time of the
 recorder (99 Hz) while one Python 3.12 process is busy, per second of wall time. Side by side:
 work.py ab (work_a does twice work_b's work through the shared leaf) under our CLI and under
 the upstream profiler's collector (file exporter): whether each names work_a, work_b, leaf and

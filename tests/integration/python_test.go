@@ -432,3 +432,43 @@ func TestPythonStartedAfter(t *testing.T) {
 		t.Errorf("%d complete samples, <module> on %.1f%%, leaf on %.1f%%: want >= 200, 95, 85", total(ss), sh["<module>"], sh["leaf"])
 	}
 }
+
+// TestPythonExec: a process that execs into Python (same pid) while recorded is named after
+// the exec.
+func TestPythonExec(t *testing.T) {
+	requireRoot(t)
+	py := pythons(t)["3.13"]
+	if py == "" {
+		t.Skip("skipped: no Python 3.13")
+	}
+	gate := filepath.Join(t.TempDir(), "go")
+	sh := exec.Command("sh", "-c", `while [ ! -e "$2" ]; do :; done; exec "$0" "$1" ab 60 >/dev/null`, py, workScript(t), gate)
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sh.Process.Kill()
+		_ = sh.Wait()
+	})
+	out := filepath.Join(t.TempDir(), "exec.pb.gz")
+	rec, rest := startRecording(t, "--pid", strconv.Itoa(sh.Process.Pid), "--duration", "5", "--frequency", "999", "--output", out)
+	time.Sleep(500 * time.Millisecond)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("otelprof record: %v: %s", err, <-rest)
+	}
+	var py3, shell int64
+	for _, s := range samplesOf(parseProfile(t, out), sh.Process.Pid) {
+		if hasFunc(s, "<module>") {
+			py3 += count(s)
+		} else if !hasFunc(s, "Py_RunMain") && !hasFunc(s, "_PyEval_EvalFrameDefault") {
+			shell += count(s)
+		}
+	}
+	t.Logf("pid %d: %d samples before the exec (the shell), %d with Python frames after it", sh.Process.Pid, shell, py3)
+	if shell < 50 || py3 < 200 {
+		t.Errorf("%d samples of the shell before the exec, %d with Python frames after it: want >= 50 and 200", shell, py3)
+	}
+}
