@@ -373,26 +373,35 @@ func TestPythonOTLP(t *testing.T) {
 	if err := req.UnmarshalProto(data); err != nil {
 		t.Fatalf("pdata cannot decode the OTLP output: %v", err)
 	}
-	dict := req.Profiles().Dictionary()
-	strs := dict.StringTable()
+	checkPythonOTLP(t, []pprofile.Profiles{req.Profiles()})
+}
+
+// checkPythonOTLP checks that work.py's functions are in locations of frame type cpython with
+// their file and a line.
+func checkPythonOTLP(t *testing.T, batches []pprofile.Profiles) {
+	t.Helper()
 	seen := map[string]string{}
-	for _, loc := range dict.LocationTable().All() {
-		if loc.Lines().Len() == 0 {
-			continue
-		}
-		ln := loc.Lines().At(0)
-		fn := dict.FunctionTable().At(int(ln.FunctionIndex()))
-		name := strs.At(int(fn.NameStrindex()))
-		file := strs.At(int(fn.FilenameStrindex()))
-		a, err := pprofile.FromAttributeIndices(dict.AttributeTable(), loc, dict)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ft, _ := a.AsRaw()["profile.frame.type"].(string)
-		if strings.HasSuffix(file, "work.py") {
-			seen[name] = ft
-			if ln.Line() <= 0 {
-				t.Errorf("%s: line %d", name, ln.Line())
+	for _, pd := range batches {
+		dict := pd.Dictionary()
+		strs := dict.StringTable()
+		for _, loc := range dict.LocationTable().All() {
+			if loc.Lines().Len() == 0 {
+				continue
+			}
+			ln := loc.Lines().At(0)
+			fn := dict.FunctionTable().At(int(ln.FunctionIndex()))
+			name := strs.At(int(fn.NameStrindex()))
+			file := strs.At(int(fn.FilenameStrindex()))
+			a, err := pprofile.FromAttributeIndices(dict.AttributeTable(), loc, dict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft, _ := a.AsRaw()["profile.frame.type"].(string)
+			if strings.HasSuffix(file, "work.py") {
+				seen[name] = ft
+				if ln.Line() <= 0 {
+					t.Errorf("%s: line %d", name, ln.Line())
+				}
 			}
 		}
 	}
@@ -470,5 +479,40 @@ func TestPythonExec(t *testing.T) {
 	t.Logf("pid %d: %d samples before the exec (the shell), %d with Python frames after it", sh.Process.Pid, shell, py3)
 	if shell < 50 || py3 < 200 {
 		t.Errorf("%d samples of the shell before the exec, %d with Python frames after it: want >= 50 and 200", shell, py3)
+	}
+}
+
+// TestPythonCollector: through the collector (ebpfprofiler receiver, file exporter): Python
+// frames with frame type cpython, file and line, and the 2:1 ratio.
+func TestPythonCollector(t *testing.T) {
+	requireRoot(t)
+	py := pythons(t)["3.12"]
+	if py == "" {
+		t.Skip("skipped: no Python 3.12")
+	}
+	_, pid, _ := startPython(t, py, "ab")
+	cfg, out := fileCollectorConfig(t, pid, "samples_per_second: 499")
+	col := startCollector(t, "collector", nil, "--config", cfg, "--feature-gates=service.profilesSupport")
+	var batches []pprofile.Profiles
+	var pv *procView
+	waitUntil(t, 90*time.Second, "1000 samples of the workload in the file", func() bool {
+		var err error
+		batches, err = readProtoFile(out)
+		if err != nil {
+			t.Fatalf("file exporter output: %v", err)
+		}
+		pv = byPid(t, batches)[int64(pid)]
+		return pv != nil && pv.samples >= 1000
+	}, col)
+	col.stop(t, 30*time.Second)
+	checkPythonOTLP(t, batches)
+	a, b := pv.functions["work_a"], pv.functions["work_b"]
+	share := 100 * float64(a) / float64(a+b)
+	t.Logf("%d samples; <module> on %d, work_a %.1f%% of work_a+work_b", pv.samples, pv.functions["<module>"], share)
+	if math.Abs(share-200.0/3) > 3 {
+		t.Errorf("work_a has %.1f%% of work_a+work_b, want 66.7 +- 3", share)
+	}
+	if float64(pv.functions["<module>"]) < 0.99*float64(pv.samples) {
+		t.Errorf("<module> on %d of %d samples, want >= 99%%", pv.functions["<module>"], pv.samples)
 	}
 }
