@@ -516,3 +516,42 @@ func TestPythonCollector(t *testing.T) {
 		t.Errorf("<module> on %d of %d samples, want >= 99%%", pv.functions["<module>"], pv.samples)
 	}
 }
+
+// TestPythonOffCPU: off-CPU stacks (taken at sched_switch) name the Python function that
+// sleeps, on its line.
+func TestPythonOffCPU(t *testing.T) {
+	requireRoot(t)
+	hot := hotLines(t)
+	for _, v := range []string{"3.9", "3.12"} {
+		py := pythons(t)[v]
+		if py == "" {
+			t.Logf("no Python %s", v)
+			continue
+		}
+		t.Run(v, func(t *testing.T) {
+			_, pid, _ := startPython(t, py, "sleep")
+			p, _ := record(t, "--pid", strconv.Itoa(pid), "--duration", "3", "--off-cpu")
+			vi := -1
+			for i, st := range p.SampleType {
+				if st.Type == "off_cpu" {
+					vi = i
+				}
+			}
+			if vi < 0 {
+				t.Fatalf("no off_cpu sample type in %v", p.SampleType)
+			}
+			var all, named int64
+			for _, s := range samplesOf(p, pid) {
+				all += s.Value[vi]
+				st := pyStack(s)
+				if len(st) >= 2 && st[0].name == "sleeper" && hot["sleep"][st[0].line] && st[len(st)-1].name == "<module>" {
+					named += s.Value[vi]
+				}
+			}
+			t.Logf("off-CPU time %.2f s, %.1f%% of it in sleeper on its line down to <module>", float64(all)/1e9, 100*float64(named)/float64(all))
+			if all < 1e9 || float64(named) < 0.95*float64(all) {
+				t.Errorf("%.1f%% of %.2f s off the CPU in sleeper ... <module>, want >= 95%% of >= 1 s", 100*float64(named)/float64(all), float64(all)/1e9)
+			}
+		})
+	}
+}

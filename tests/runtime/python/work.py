@@ -84,12 +84,22 @@ def deep_loop(end):
         deep(48)
 
 
+def sleeper():
+    time.sleep(0.01)  # HOT:sleep
+
+
+def sleep_loop(end):
+    while time.time() < end:
+        sleeper()
+
+
 def main():
     mode, secs = sys.argv[1], float(sys.argv[2])
     sys.stdout.write("ready %d\n" % os.getpid())
     sys.stdout.flush()
     end = time.time() + secs
-    {"ab": ab, "zlib": compress_loop, "threads": threads, "fork": fork, "deep": deep_loop}[mode](end)
+    {"ab": ab, "zlib": compress_loop, "threads": threads, "fork": fork, "deep": deep_loop,
+     "sleep": sleep_loop}[mode](end)
 
 
 main()
