@@ -160,6 +160,10 @@ struct python {
 	size_t code_bytes;
 	struct py_pid *pids;
 	size_t n_pids, cap_pids;
+	/* pids last counted as of an unknown version: a process is counted once, not at each
+	 * re-read of its mappings (detach is not called for a process attach() refused) */
+	int unknown[256];
+	size_t unknown_next;
 };
 
 /* ---------------------------------------------------------------- ELF */
@@ -350,6 +354,17 @@ static int check_debug_313(int pid, const struct py_elf *pe, const struct py_lay
 	return 0;
 }
 
+static bool count_unknown(struct python *py, int pid)
+{
+	size_t n = sizeof(py->unknown) / sizeof(py->unknown[0]);
+
+	for (size_t i = 0; i < n; i++)
+		if (py->unknown[i] == pid)
+			return false;
+	py->unknown[py->unknown_next++ % n] = pid;
+	return true;
+}
+
 static int attach(void *ctx, struct op_runtime_proc *rp)
 {
 	struct python *py = ctx;
@@ -390,7 +405,8 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 		l = ver >= 300 ? layout_of(ver - 300) : NULL;
 		if (!l || !pe.has_runtime || !pe.has_eval || !pe.has_text ||
 		    (l->minor == 13 && check_debug_313(rp->pid, &pe, l, m->path))) {
-			py->st.unknown_version++;
+			if (count_unknown(py, rp->pid))
+				py->st.unknown_version++;
 			op_debug(
 				"python: pid %d: %s is CPython %d.%d, a version whose layout we do "
 				"not know: its frames stay native",
