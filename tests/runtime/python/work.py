@@ -15,14 +15,19 @@ def leaf(n):
     return x
 
 
+# Each call runs for many sampling periods (leaf(N) takes milliseconds), so that sampling at a
+# fixed rate cannot alias with the alternation of work_a and work_b.
+N = 100000
+
+
 def work_a():
     # twice work_b's work: the same calls (leaf's cost per iteration grows with n)
-    leaf(1000)  # HOT:call_a
-    return leaf(1000)  # HOT:call_a
+    leaf(N)  # HOT:call_a
+    return leaf(N)  # HOT:call_a
 
 
 def work_b():
-    return leaf(1000)  # HOT:call_b
+    return leaf(N)  # HOT:call_b
 
 
 def ab(end):
