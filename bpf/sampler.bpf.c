@@ -26,6 +26,7 @@
 #include "unwind/runtime.bpf.h"
 #include "runtime/golabels.bpf.h"
 #include "runtime/customlabels.bpf.h"
+#include "runtime/python.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -128,6 +129,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 }
 
 OP_UNWIND_CHAIN(sched, "tp_btf/sched_switch", OP_CHAIN_SCHED)
+
+/* CPython frames (issue 15): one program per chain, reached by tail call (runtime.bpf.h) */
+OP_RUNTIME_PROGRAM(python, cpu, OP_CHAIN_CPU, "perf_event")
+OP_RUNTIME_PROGRAM(python, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
 
 /*
  * Off-CPU (sample/offcpu.bpf.h): the thread coming in ends its sampled interval; the thread

@@ -233,4 +233,39 @@ struct op_proc_event {
 	__u8 comm[OP_COMM_LEN];
 };
 
+/*
+ * CPython (issue 15): where a process's interpreter keeps its thread states and frames, for
+ * bpf/runtime/python.bpf.h (the python_procs map, filled by lib/runtime/python from its
+ * per-version tables). Offsets in bytes; PY_OFF_NONE: the version has no such field.
+ */
+#define PY_OFF_NONE 0xffff
+
+struct op_py_proc {
+	__u64 runtime;	  /* address of _PyRuntime */
+	__u8 minor;	  /* 3.<minor> */
+	__u8 frame_objs;  /* <= 3.10: PyFrameObject chain, one per eval-loop call */
+	__u8 lasti_units; /* <= 3.10: f_lasti counts 2-byte units (3.10) rather than bytes */
+	__u8 pad;
+	__u16 interp_head; /* _PyRuntime.interpreters.head */
+	__u16 interp_ts;   /* PyInterpreterState: first thread state */
+	__u16 ts_next, ts_thread_id;
+	__u16 ts_frame;		       /* PyThreadState.frame / .cframe / .current_frame */
+	__u16 cf_current;	       /* _PyCFrame.current_frame (3.11, 3.12), else PY_OFF_NONE */
+	__u16 f_back, f_code, f_instr; /* f_back/previous, f_code/f_executable, lasti/instr */
+	__u16 f_entry;		       /* 3.11 is_entry, else PY_OFF_NONE */
+	__u16 f_owner;		       /* 3.12+: owner (3 = the C stack's shim frame) */
+	__u16 co_firstlineno, co_code; /* co_code_adaptive (3.11+) */
+	__u16 pad2;
+};
+
+/* Why eval-loop frames of a CPython process stayed native (python_counters map). */
+enum op_py_reason {
+	OP_PY_FRAMES = 0,      /* Python frames recorded (not a fallback) */
+	OP_PY_NO_PROC = 1,     /* the process's layout was not (yet) known */
+	OP_PY_NO_TSTATE = 2,   /* no thread state for the sampled thread */
+	OP_PY_READ_FAILED = 3, /* a read of the thread state or frame chain failed */
+	OP_PY_CHAIN_ENDED = 4, /* more eval-loop frames than Python frames (chain changed) */
+	OP_PY_REASON_MAX = 8,
+};
+
 #endif

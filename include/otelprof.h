@@ -347,6 +347,21 @@ struct otelprof_stats {
 	uint64_t alloc_untracked;
 	uint64_t alloc_unpaired_frees;
 	uint64_t alloc_failed;
+	/*
+	 * Python (issue 15): processes whose CPython frames are unwound now; processes with a
+	 * CPython whose version or layout we do not know (their frames stay native); eval-loop
+	 * frames replaced by Python frames; eval-loop frames left native because the thread had
+	 * no thread state we could find, a read of its frame chain failed, or the chain ran
+	 * out before the eval-loop frames did (it changed under the walk); Python frames left
+	 * unnamed because their code object was gone or changed when they were named.
+	 */
+	uint64_t python_processes;
+	uint64_t python_unknown_version;
+	uint64_t python_frames;
+	uint64_t python_native_no_tstate;
+	uint64_t python_native_read_failed;
+	uint64_t python_native_chain_ended;
+	uint64_t python_stale_code;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

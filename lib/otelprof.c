@@ -28,6 +28,7 @@
 #include "symbol/symbolize.h"
 #include "runtime/customlabels/customlabels.h"
 #include "runtime/golabels/golabels.h"
+#include "runtime/python/python.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -398,6 +399,7 @@ static const struct {
 } runtime_ctors[] = {
 	{ "Go labels", op_golabels_runtime_new, true },
 	{ "custom labels", op_customlabels_runtime_new, true },
+	{ "Python", op_python_runtime_new, false },
 	{ NULL, NULL, false },
 };
 
@@ -1848,6 +1850,19 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	op_unwinder_stats(p->unwinder, &us);
 	pthread_mutex_unlock(&p->u_lock);
 	s.unwind_procs_full = us.procs_full;
+	{
+		/* Python (issue 15) */
+		struct op_python_stats ps;
+
+		op_python_stats(p->runtimes[OP_RUNTIME_PYTHON], &ps);
+		s.python_processes = ps.processes;
+		s.python_unknown_version = ps.unknown_version;
+		s.python_frames = ps.frames;
+		s.python_native_no_tstate = ps.no_tstate + ps.no_proc;
+		s.python_native_read_failed = ps.read_failed;
+		s.python_native_chain_ended = ps.chain_ended;
+		s.python_stale_code = ps.stale_code;
+	}
 	s.unwind_tables_full = us.tables_full;
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];

@@ -398,6 +398,19 @@ static int cmd_record(int argc, char **argv)
 			"their stacks were walked by frame pointers and may be short\n",
 			prog, (unsigned long long)st.unwind_procs_full,
 			(unsigned long long)st.unwind_tables_full);
+	if (verbosity >= OTELPROF_LOG_WARN &&
+	    (st.python_processes || st.python_unknown_version || st.python_frames))
+		fprintf(stderr,
+			"%s: python: %llu processes unwound, %llu of an unknown version (native "
+			"frames); %llu eval-loop frames named, left native: %llu no thread state, "
+			"%llu read failed, %llu chain ended; %llu code objects gone\n",
+			prog, (unsigned long long)st.python_processes,
+			(unsigned long long)st.python_unknown_version,
+			(unsigned long long)st.python_frames,
+			(unsigned long long)st.python_native_no_tstate,
+			(unsigned long long)st.python_native_read_failed,
+			(unsigned long long)st.python_native_chain_ended,
+			(unsigned long long)st.python_stale_code);
 	rc = 0;
 cleanup:
 	otelprof_buf_free(buf);

@@ -6,13 +6,14 @@
 #   encode     a few builder programs (any bytes are a valid program)
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
+#   python     real line tables (co_lnotab / co_linetable) of each Python on the machine
 #   and every input that once crashed a target (tests/fuzz/regressions/)
 # Usage: BUILD=/abs/build tests/fuzz/seeds.sh DIR
 set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -27,6 +28,20 @@ cp "$dir/elf/"*nofp* "$dir/cfi/" 2>/dev/null || true
 # allocator symbols: the in-process sampler (its own malloc...) and a static-free workload
 cp "$BUILD/libotelprof_alloc.so" "$dir/allocsyms/" 2>/dev/null || true
 cp "$dir/elf/alloc" "$dir/elf/alloc-nofp" "$dir/allocsyms/" 2>/dev/null || true
+
+# python: minor, instruction offset, first line, then a code object's line table, from each
+# Python here (the fuzzer's input layout, tests/fuzz/fuzz_python.c)
+for py in /root/.pyenv/versions/3.*/bin/python3.* /usr/bin/python3.11; do
+	[ -x "$py" ] || continue
+	"$py" - "$dir/python" <<'PY' 2>/dev/null || true
+import os, struct, sys
+c = os.path.join.__code__
+t = getattr(c, "co_linetable", None) or c.co_lnotab
+n = "%d.%d" % sys.version_info[:2]
+with open(os.path.join(sys.argv[1], "py" + n), "wb") as f:
+    f.write(struct.pack("<BiH", sys.version_info[1] - 8, 10, c.co_firstlineno) + t)
+PY
+done
 
 # the vDSO as this kernel maps it
 python3 - "$dir" <<'PY' || true
