@@ -23,9 +23,11 @@
 #include "profile/profile.h"
 #include "sample/sampler.h"
 #include "symbol/ksyms.h"
+#include "symbol/perfmap.h"
 #include "symbol/symbolize.h"
 #include "runtime/customlabels/customlabels.h"
 #include "runtime/golabels/golabels.h"
+#include "runtime/v8/v8.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -85,6 +87,7 @@ struct otelprof {
 	struct op_filecache *files;
 	struct op_proctab *procs;
 	struct op_ksyms *ksyms;
+	struct op_perfmaps *perfmaps;		     /* JIT perf maps (/tmp/perf-PID.map) */
 	struct op_unwinder *unwinder;		     /* NULL: frame pointers only */
 	struct op_runtime *runtimes[OP_RUNTIME_MAX]; /* enabled language runtimes, by kind */
 
@@ -334,6 +337,7 @@ static const struct {
 } runtime_ctors[] = {
 	{ "Go labels", op_golabels_runtime_new, true },
 	{ "custom labels", op_customlabels_runtime_new, true },
+	{ "V8", op_v8_runtime_new, false },
 	{ NULL, NULL, false },
 };
 
@@ -460,6 +464,20 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				lines[n].column = 0;
 				n++;
 			}
+		}
+	}
+	/* anonymous executable memory (JIT code): the process's perf map, if it writes one */
+	if (!n && proc && (!vma || !vma->path) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE)) {
+		const char *name =
+			op_perfmaps_lookup(p->perfmaps, proc->pid, leaf ? addr : addr - 1);
+
+		if (name) {
+			struct op_function_desc fd = { .name = name, .system_name = name };
+
+			lines[n].function = op_profile_function(p->profile, &fd);
+			lines[n].line = 0;
+			lines[n].column = 0;
+			n++;
 		}
 	}
 	if (!n)
@@ -876,6 +894,7 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		offcpu_stash(p, data, size);
 	} else if (h->type == OP_EV_EXIT) {
 		ghost_drop(p, (int)h->pid);
+		op_perfmaps_forget(p->perfmaps, (int)h->pid);
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
 	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
 		struct exec_snap *sn = ((const struct exec_rec *)data)->snap;
@@ -1198,6 +1217,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	}
 	if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
 		p->ksyms = op_ksyms_load(); /* NULL: kernel frames keep their addresses */
+	p->perfmaps = op_perfmaps_new();    /* NULL: JIT frames keep their addresses */
 
 	so.frequency_hz = p->opts.frequency_hz;
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
@@ -1406,6 +1426,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_proctab_free(p->procs);
 	op_filecache_free(p->files);
 	op_ksyms_free(p->ksyms);
+	op_perfmaps_free(p->perfmaps);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->state_lock);
 	pthread_mutex_destroy(&p->u_lock);

@@ -327,12 +327,12 @@ static long walk_one(__u64 index, void *arg)
 		return 1;
 	}
 	slot = m->table;
-	if (slot == OP_UNWIND_TABLE_ANON) {
-		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
-		w->done = 1;
-		return 1;
-	}
-	if (slot == OP_UNWIND_TABLE_FP) {
+	/*
+	 * Anonymous executable memory is JIT code (V8, Python's perf trampolines, HotSpot with
+	 * PreserveFramePointer, LuaJIT...): no CFI, so walk on by its frame pointers; a JIT
+	 * that keeps none ends the walk at the first bad frame pointer, not here.
+	 */
+	if (slot == OP_UNWIND_TABLE_FP || slot == OP_UNWIND_TABLE_ANON) {
 		ret = op_unwind_step_fp(&s->r);
 	} else {
 		tb = bpf_map_lookup_elem(&unwind_tables, &slot);

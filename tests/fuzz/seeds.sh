@@ -3,6 +3,7 @@
 #   elf, cfi   the test workloads (frame pointers or not, with and without debug info,
 #              stripped), a small shared object and the vDSO, libc cut to its first 256 KiB
 #   maps       lines of /proc/PID/maps and /proc/PID/cgroup of live processes
+#   perfmap    perf maps as Node, Python -X perf and jcmd Compiler.perfmap write them
 #   encode     a few builder programs (any bytes are a valid program)
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
@@ -12,7 +13,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,perfmap}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -59,6 +60,11 @@ printf '%s\n' \
 	>"$dir/maps/handmade"
 printf '0::/system.slice/docker-%s.scope\n' \
 	0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef >"$dir/maps/cgroup.docker"
+
+printf '%s\n' '2046ed98aae6 2a JS:~fib /tmp/busy.js:1:13' 'ce06040 180 JS:*fib /tmp/busy.js:1:13' \
+	'7f3358ec7600 18 py::main:/tmp/x.py' >"$dir/perfmap/node"
+printf '0x00007f3358ec7600 0x0000000000000258 long Busy.work(int)\r\n0x10 0x0 zero\nbad\n' \
+	>"$dir/perfmap/java"
 
 # environments of live processes, a Go binary's .go.buildinfo, ids in labels
 for p in /proc/self /proc/$$; do
