@@ -1394,6 +1394,22 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_unlock(&p->u_lock);
 	s.unwind_procs_full = us.procs_full;
 	s.unwind_tables_full = us.tables_full;
+	{
+		struct op_v8_stats vs;
+		struct op_perfmaps_stats ps;
+
+		pthread_mutex_lock(&p->lock);
+		op_v8_stats(p->runtimes[OP_RUNTIME_V8], &vs);
+		op_perfmaps_stats(p->perfmaps, &ps);
+		pthread_mutex_unlock(&p->lock);
+		s.v8_processes = vs.processes;
+		s.v8_unknown_layout = vs.unknown_layout;
+		s.v8_frames_named = vs.named;
+		s.v8_frames_unnamed = vs.unnamed;
+		s.v8_bad_frames = vs.bpf_bad_fp + vs.bpf_not_jsfunc + vs.bpf_bad_sfi;
+		s.perfmap_named = ps.named;
+		s.perfmap_bad_lines = ps.bad_lines;
+	}
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
 		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)

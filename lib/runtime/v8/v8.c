@@ -394,7 +394,15 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 		b = bin_for(v, rp->pid, m);
 		if (b && b->status) {
 			if (b->status < 0) {
-				v->st.unknown_layout++;
+				struct v8_pid *u = *pid_slot(v, rp->pid);
+
+				/* counted once per process, not per re-read of its mappings */
+				if (!u && (u = calloc(1, sizeof(*u)))) {
+					u->pid = rp->pid;
+					u->next = v->pids;
+					v->pids = u;
+					v->st.unknown_layout++;
+				}
 				return b->status;
 			}
 			bin = b;
@@ -430,8 +438,9 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 		p->pid = rp->pid;
 		p->next = v->pids;
 		v->pids = p;
-		v->st.processes++;
 	}
+	if (!p->bin)
+		v->st.processes++;
 	p->bin = bin;
 	return 1;
 }
@@ -446,10 +455,10 @@ static void detach(void *ctx, int pid)
 	if (!p)
 		return;
 	*pp = p->next;
+	if (p->bin && v->st.processes)
+		v->st.processes--;
 	free(p->cache);
 	free(p);
-	if (v->st.processes)
-		v->st.processes--;
 }
 
 /* ------------------------------------------------------------------ naming */

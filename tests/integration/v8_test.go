@@ -1,0 +1,222 @@
+package integration
+
+// JIT code (issue 20): Node.js JavaScript frames named without any flag (the V8 runtime,
+// lib/runtime/v8), with --perf-basic-prof, and perf maps for other JITs (Python 3.12 -X perf).
+// The workloads (tests/runtime/v8/two_to_one.js, tests/runtime/perfmap/two_to_one.py) run
+// two hot functions doing 2:1 work; the shares of the two must come back within a few points.
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+const nodeBin = "/usr/bin/node"
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// startScript starts @bin with @args, stopped at the end of the test.
+func startScript(t *testing.T, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// scriptSamples are the samples of @pid with @a or @b on the stack.
+func scriptSamples(p *profile.Profile, pid int, a, b string) []*profile.Sample {
+	var out []*profile.Sample
+	for _, s := range samplesOf(p, pid) {
+		if hasFunc(s, a) || hasFunc(s, b) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// complete reports whether a node sample's stack goes on to the process's first frame:
+// node's main is a jump to node::Start (objdump -d --disassemble=main /usr/bin/node), so a
+// complete stack has node::Start and ends in _start, with no unwind-error marker.
+func completeNodeStack(s *profile.Sample) bool {
+	names := funcNames(s)
+	if len(names) == 0 || names[len(names)-1] != "_start" {
+		return false
+	}
+	start := false
+	for _, n := range names {
+		if strings.HasPrefix(n, "[unwind error") {
+			return false
+		}
+		start = start || n == "node::Start"
+	}
+	return start
+}
+
+// leafLine is the line of the first frame of @s named @fn, 0 if none.
+func lineOf(s *profile.Sample, fn string) (int64, uint64) {
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			if l.Function != nil && l.Function.Name == fn {
+				return l.Line, loc.Address
+			}
+		}
+	}
+	return 0, 0
+}
+
+func checkTwoToOne(t *testing.T, extra ...string) {
+	requireRoot(t)
+	if _, err := os.Stat(nodeBin); err != nil {
+		t.Skipf("skipped: %s not installed", nodeBin)
+	}
+	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "two_to_one.js")
+	cmd := startScript(t, nodeBin, append(extra, script, "40")...)
+	time.Sleep(1500 * time.Millisecond) // warm-up: both functions optimized by then
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "6", "--frequency", "199", "-v")
+	ss := scriptSamples(p, cmd.Process.Pid, "heavyWork", "lightWork")
+	n := total(ss)
+	if n < 200 {
+		t.Fatalf("only %d samples of the script's two functions (want >= 200); stderr: %s", n, r.stderr)
+	}
+	sh := shareByStack(ss, "heavyWork", "lightWork")
+	heavy := 100 * sh["heavyWork"] / (sh["heavyWork"] + sh["lightWork"])
+	t.Logf("%d samples: heavyWork %.1f%%, lightWork %.1f%% (heavy of both %.1f%%, truth 66.7%%)",
+		n, sh["heavyWork"], sh["lightWork"], heavy)
+	if heavy < 66.7-3 || heavy > 66.7+3 {
+		t.Errorf("heavyWork has %.1f%% of the two functions' samples, want 66.7 +- 3", heavy)
+	}
+	var complete, compiled, lines int64
+	for _, s := range ss {
+		if completeNodeStack(s) {
+			complete += count(s)
+		}
+		for _, fn := range []string{"heavyWork", "lightWork"} {
+			line, addr := lineOf(s, fn)
+			if line == map[string]int64{"heavyWork": 9, "lightWork": 15}[fn] {
+				lines += count(s)
+			}
+			// a compiled frame's address is its pc; an interpreted one's, a bytecode offset
+			if addr > 1<<20 && line != 0 {
+				compiled += count(s)
+			}
+		}
+	}
+	if float64(complete) < 0.99*float64(n) {
+		for _, s := range ss {
+			if !completeNodeStack(s) {
+				t.Logf("incomplete: %v", funcNames(s))
+				break
+			}
+		}
+		t.Errorf("%d of %d samples reach node::Start and _start (want >= 99%%)", complete, n)
+	}
+	if float64(lines) < 0.99*float64(n) {
+		t.Errorf("%d of %d samples name the functions' lines (heavyWork 9, lightWork 15)", lines, n)
+	}
+	if float64(compiled) < 0.9*float64(n) {
+		t.Errorf("%d of %d samples ran the two functions' compiled code (want >= 90%%: optimized after warm-up)",
+			compiled, n)
+	}
+	if !strings.Contains(r.stderr, "v8: ") || !strings.Contains(r.stderr, "JavaScript frames named") {
+		t.Errorf("record -v does not report the V8 frames: %s", r.stderr)
+	}
+}
+
+// Two hot functions, 2:1 work, named with their shares, without any flag.
+func TestV8TwoToOneNoFlag(t *testing.T) { checkTwoToOne(t) }
+
+// The same with --perf-basic-prof (the perf map is there, JavaScript frames still unwound).
+func TestV8TwoToOnePerfBasicProf(t *testing.T) { checkTwoToOne(t, "--perf-basic-prof") }
+
+// A V8 build whose layout we do not know: native frames and a counted reason, never a guessed
+// name. The node binary is copied with one of the post-mortem constants it exports renamed
+// (nothing looks it up at run time), as a build without that constant would be.
+func TestV8UnknownLayoutStaysNative(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat(nodeBin); err != nil {
+		t.Skipf("skipped: %s not installed", nodeBin)
+	}
+	data, err := os.ReadFile(nodeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Section(".dynstr") == nil {
+		t.Fatal("node has no .dynstr")
+	}
+	// in .dynstr and .strtab: "x8dbg_...", the constant is gone, the other v8dbg_ ones stay
+	name := []byte("v8dbg_class_JSFunction__shared__SharedFunctionInfo\x00")
+	if !bytes.Contains(data, name) {
+		t.Skip("skipped: node does not export v8dbg_class_JSFunction__shared__SharedFunctionInfo")
+	}
+	data = bytes.ReplaceAll(data, name, append([]byte("x"), name[1:]...))
+	bin := filepath.Join(t.TempDir(), "node")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "two_to_one.js")
+	cmd := startScript(t, bin, script, "30")
+	time.Sleep(time.Second)
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "3", "--frequency", "199", "-v")
+	ss := samplesOf(p, cmd.Process.Pid)
+	if total(ss) < 50 {
+		t.Fatalf("only %d samples of the patched node; stderr: %s", total(ss), r.stderr)
+	}
+	for _, s := range ss {
+		if hasFunc(s, "heavyWork") || hasFunc(s, "lightWork") {
+			t.Fatalf("a V8 of unknown layout was named: %v", funcNames(s))
+		}
+	}
+	if !strings.Contains(r.stderr, "1 processes of an unknown V8 layout") {
+		t.Errorf("the unknown V8 layout is not counted in record -v: %s", r.stderr)
+	}
+}
+
+// Python 3.12 with -X perf: its trampolines named from the perf map, shares 2:1.
+func TestPerfMapPython312(t *testing.T) {
+	requireRoot(t)
+	bins, _ := filepath.Glob("/root/.pyenv/versions/3.12.*/bin/python3.12")
+	if len(bins) == 0 {
+		t.Skip("skipped: no Python 3.12 under /root/.pyenv/versions")
+	}
+	script := filepath.Join(repoRoot(t), "tests", "runtime", "perfmap", "two_to_one.py")
+	cmd := startScript(t, bins[0], "-X", "perf", script, "40")
+	time.Sleep(500 * time.Millisecond)
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "6", "--frequency", "199", "-v")
+	heavyName := "py::heavy_work:" + script
+	lightName := "py::light_work:" + script
+	ss := scriptSamples(p, cmd.Process.Pid, heavyName, lightName)
+	n := total(ss)
+	if n < 150 {
+		t.Fatalf("only %d samples named from the perf map (want >= 150); stderr: %s", n, r.stderr)
+	}
+	sh := shareByStack(ss, heavyName, lightName)
+	heavy := 100 * sh[heavyName] / (sh[heavyName] + sh[lightName])
+	t.Logf("%d samples: heavy_work %.1f%%, light_work %.1f%% (heavy of both %.1f%%, truth 66.7%%)",
+		n, sh[heavyName], sh[lightName], heavy)
+	if heavy < 66.7-5 || heavy > 66.7+5 {
+		t.Errorf("heavy_work has %.1f%% of the two functions' samples, want 66.7 +- 5", heavy)
+	}
+	if !strings.Contains(r.stderr, "perf maps: ") {
+		t.Errorf("record -v does not report perf-map naming: %s", r.stderr)
+	}
+}
