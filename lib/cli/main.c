@@ -360,10 +360,13 @@ static int cmd_record(int argc, char **argv)
 	if (verbosity >= OTELPROF_LOG_INFO &&
 	    (st.v8_processes || st.v8_unknown_layout || st.v8_frames_named))
 		fprintf(stderr,
-			"%s: v8: %llu JavaScript frames named, %llu not (objects gone), %llu frames "
-			"skipped by the walk; %llu processes of an unknown V8 layout (native frames)\n",
+			"%s: v8: %llu JavaScript frames named, %llu not (objects gone), %llu "
+			"frames "
+			"skipped by the walk; %llu processes of an unknown V8 layout (native "
+			"frames)\n",
 			prog, (unsigned long long)st.v8_frames_named,
-			(unsigned long long)st.v8_frames_unnamed, (unsigned long long)st.v8_bad_frames,
+			(unsigned long long)st.v8_frames_unnamed,
+			(unsigned long long)st.v8_bad_frames,
 			(unsigned long long)st.v8_unknown_layout);
 	if (verbosity >= OTELPROF_LOG_INFO && (st.perfmap_named || st.perfmap_bad_lines))
 		fprintf(stderr, "%s: perf maps: %llu frames named, %llu malformed lines skipped\n",
