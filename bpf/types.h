@@ -227,6 +227,8 @@ struct op_v8_proc {
 	__u16 type_sfi;
 	__u16 type_bytecode_array;
 	__u16 pad;
+	/* the embedded builtins (the interpreter's code), in this process: [start, end) twice */
+	__u64 builtins[2][2];
 };
 
 /* Second word of a V8 frame: what the first (the SharedFunctionInfo's address) ran. */

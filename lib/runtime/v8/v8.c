@@ -415,8 +415,11 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 	const struct v8_bin *bin = NULL;
 	const char *bin_path = NULL;
 	struct v8_pid *p;
+	struct op_v8_proc vp;
+	uint64_t start, end;
 	__u32 key = (__u32)rp->pid;
 	bool first = true;
+	int nb = 0;
 
 	for (size_t i = 0; i < rp->n_maps && !bin; i++) {
 		const struct op_runtime_mapping *m = &rp->maps[i];
@@ -445,10 +448,7 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 	}
 	if (!bin)
 		return 0;
-	if (bpf_map_update_elem(v->procs_fd, &key, &bin->bpf, BPF_ANY)) {
-		v->st.map_full++;
-		return -errno;
-	}
+	vp = bin->bpf;
 	/* the embedded builtins, wherever the binary's file maps them */
 	for (size_t i = 0; i < rp->n_maps && bin->c.blob_size; i++) {
 		const struct op_runtime_mapping *m = &rp->maps[i];
@@ -457,8 +457,17 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 
 		if (!m->path || strcmp(m->path, bin_path) || hi <= mlo || lo >= mhi)
 			continue;
-		add_claim(rp, m->start + ((lo > mlo ? lo : mlo) - m->offset),
-			  m->start + ((hi < mhi ? hi : mhi) - m->offset));
+		start = m->start + ((lo > mlo ? lo : mlo) - m->offset);
+		end = m->start + ((hi < mhi ? hi : mhi) - m->offset);
+		add_claim(rp, start, end);
+		if (nb < 2) {
+			vp.builtins[nb][0] = start;
+			vp.builtins[nb++][1] = end;
+		}
+	}
+	if (bpf_map_update_elem(v->procs_fd, &key, &vp, BPF_ANY)) {
+		v->st.map_full++;
+		return -errno;
 	}
 	/* the JIT's code space */
 	for (size_t i = 0; i < rp->n_maps; i++)
