@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
 const nodeBin = "/usr/bin/node"
@@ -254,5 +255,48 @@ func TestPerfMapPython312(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "perf maps: ") {
 		t.Errorf("record -v does not report perf-map naming: %s", r.stderr)
+	}
+}
+
+// In OTLP, JavaScript frames have the frame type v8js, node's own frames native.
+func TestV8FrameTypeOTLP(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat(nodeBin); err != nil {
+		t.Skipf("skipped: %s not installed", nodeBin)
+	}
+	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "two_to_one.js")
+	cmd := startScript(t, nodeBin, script, "30")
+	time.Sleep(time.Second)
+	out := filepath.Join(t.TempDir(), "out.otlp.pb")
+	r := run(t, 3*time.Minute, buildPath(t, "otelprof"), "record", "--format", "otlp", "--output", out,
+		"--pid", itoa(cmd.Process.Pid), "--duration", "3", "--frequency", "99")
+	if r.code != 0 {
+		t.Fatalf("otelprof record: exit %d: %s", r.code, r.stderr)
+	}
+	types := map[string]map[string]bool{}
+	for _, pd := range readOTLPFile(t, out) {
+		dict := pd.Dictionary()
+		strs := dict.StringTable()
+		for i := 1; i < dict.LocationTable().Len(); i++ {
+			loc := dict.LocationTable().At(i)
+			m, err := pprofile.FromAttributeIndices(dict.AttributeTable(), loc, dict)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft, _ := m.AsRaw()["profile.frame.type"].(string)
+			for _, l := range loc.Lines().All() {
+				name := strs.At(int(dict.FunctionTable().At(int(l.FunctionIndex())).NameStrindex()))
+				if types[name] == nil {
+					types[name] = map[string]bool{}
+				}
+				types[name][ft] = true
+			}
+		}
+	}
+	for name, want := range map[string]string{"heavyWork": "v8js", "lightWork": "v8js",
+		"node::Start": "native"} {
+		if len(types[name]) != 1 || !types[name][want] {
+			t.Errorf("%s has frame types %v, want only %s", name, types[name], want)
+		}
 	}
 }
