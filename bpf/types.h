@@ -226,11 +226,18 @@ struct op_v8_proc {
 	__u16 type_jsfunc_last;
 	__u16 type_sfi;
 	__u16 type_bytecode_array;
-	__u16 pad;
+	__u16 sfi_name; /* SharedFunctionInfo's name_or_scope_info: its identity (below) */
 	/* the embedded builtins (the interpreter's code), in this process: [start, end) twice */
 	__u64 builtins[2][2];
 };
 
+/*
+ * A V8 frame's first word: the SharedFunctionInfo's address (47 bits) and, above it, a 9-bit
+ * check of its name_or_scope_info word at sample time (OP_V8_CHECK): user space names the
+ * frame only if the object there still has it (the GC may have moved another one there).
+ */
+#define OP_V8_ADDR_BITS	  47
+#define OP_V8_CHECK(word) ((((word) >> 3) ^ ((word) >> 12) ^ ((word) >> 21)) & 0x1ff)
 /* Second word of a V8 frame: what the first (the SharedFunctionInfo's address) ran. */
 #define OP_V8_DATA_KIND_SHIFT 60
 #define OP_V8_DATA_BYTECODE   1ull /* interpreted: low bits the bytecode offset */

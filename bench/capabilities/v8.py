@@ -6,9 +6,10 @@ Turbofan after warm-up) runs under /usr/bin/node without any flag. otelprof reco
 the recorder (kernel.bpf_stats_enabled; the V8 unwinder, reached by tail call, is timed
 inside its caller) between two snapshots, per sample of node written meanwhile (the runs on
 the other CPU, filtered out, are in the run time: the figure errs high). The same script
-then runs under the upstream profiler (the whole system, 99 Hz, its collector's file
-exporter) and under otelprof at 99 Hz: the share of heavyWork among the samples naming
-either function (truth 66.7 %), the samples naming them, and the stacks that reach node's
+then runs under the upstream profiler (the whole system, 199 Hz, its collector's file
+exporter) and under otelprof at 199 Hz, 2 s longer than the window above: the share of
+heavyWork among the samples naming either function (truth 66.7 %), the samples naming them,
+and the stacks that reach node's
 first frame (_start, through node::Start: node's main is a jump to it). Upstream's BPF time
 is over every sample of the machine, not only node's. Medians of the repetitions."""
 import os
@@ -75,7 +76,7 @@ def ours_shares(ctx, window):
     w = start_node(ctx, window + 15)
     try:
         cli = os.path.join(ctx["BUILD"], "otelprof")
-        ctx["sh"]([cli, "record", "--pid", str(w.pid), "--frequency", "99", "--duration",
+        ctx["sh"]([cli, "record", "--pid", str(w.pid), "--frequency", "199", "--duration",
                    str(window), "--output", out])
     finally:
         w.kill()
@@ -103,7 +104,7 @@ def upstream_shares(ctx, prof, window):
     for f in (out, out + ".log"):
         if os.path.exists(f):
             os.unlink(f)
-    prof.launch(99, out, interval=1.0)
+    prof.launch(199, out, interval=1.0)
     try:
         if prof.wait_ready() is None:
             return {"error": "did not start"}, None
@@ -142,14 +143,14 @@ def run(ctx):
             w.wait()
         bpf.append(ns)
         ctx["log"](f"  v8: {ns:.0f} BPF ns/sample over {n} samples" if ns else "  v8: no samples")
-    ours = [ours_shares(ctx, window) for _ in range(reps)]
+    ours = [ours_shares(ctx, window + 2) for _ in range(reps)]
     for o in ours:
         ctx["log"](f"  v8 otelprof: {o}")
     up = ctx["profilers"].get("upstream")
     theirs, up_ns = [], []
     if up is not None and not up.missing():
         for _ in range(reps):
-            acc, ns = upstream_shares(ctx, up, window)
+            acc, ns = upstream_shares(ctx, up, window + 2)
             theirs.append(acc)
             up_ns.append(ns)
             ctx["log"](f"  v8 upstream: {acc}, {ns} BPF ns/sample (whole system)")

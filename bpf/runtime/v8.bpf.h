@@ -84,7 +84,7 @@ static long v8_frame(__u64 index, void *arg)
 	struct op_rt_walk *w = l->w;
 	struct unwind_scratch *s = w->s;
 	const struct op_v8_proc *vp = l->vp;
-	__u64 words[OP_V8_FP_WORDS + 2], fp = s->r.bp, marker, fn, sfi, ba, off, data;
+	__u64 words[OP_V8_FP_WORDS + 2], fp = s->r.bp, marker, fn, sfi, ba, off, data, nosi;
 	int mi;
 
 	if (!s->r.bp_valid || !fp || (fp & 7) ||
@@ -116,7 +116,11 @@ static long v8_frame(__u64 index, void *arg)
 			else
 				data = OP_V8_DATA_CODE << OP_V8_DATA_KIND_SHIFT |
 				       (s->r.pc & ((1ull << OP_V8_DATA_KIND_SHIFT) - 1));
-			if (!op_rt_push(w, OP_RUNTIME_V8, sfi - 1, data)) {
+			if (bpf_probe_read_user(&nosi, sizeof(nosi),
+						(void *)(sfi - 1 + vp->sfi_name)))
+				nosi = 0;
+			if (!op_rt_push(w, OP_RUNTIME_V8,
+					(sfi - 1) | OP_V8_CHECK(nosi) << OP_V8_ADDR_BITS, data)) {
 				l->done = 2;
 				return 1;
 			}

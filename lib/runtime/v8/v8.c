@@ -16,7 +16,9 @@
  * function name kept in its ScopeInfo), its Script's name and the line of the function's start
  * position (the Script's line_ends when V8 computed them, else the newlines of its source).
  * Names are cached per (pid, SharedFunctionInfo) with the words they came from, re-read on
- * every lookup: an object moved or freed by the GC misses, never gives a stale name.
+ * every lookup: an object moved or freed by the GC misses, never gives a stale name; and the
+ * frame carries a check of the object's name word taken at sample time (OP_V8_CHECK), so that
+ * another SharedFunctionInfo the GC moved to the same address is not taken for it.
  *
  * Facts: /work/shared/reference/runtimes.md (node v20.20.2, V8 11.3.244.8, values read with
  * gdb), V8's frame-constants.h / scope-info.tq of 11.3 and the upstream profiler's notes
@@ -340,6 +342,7 @@ static int read_binary(int fd, struct v8_bin *b)
 		.type_jsfunc_last = (__u16)(b->c.type_jsfunc + types - 1),
 		.type_sfi = (__u16)b->c.type_sfi,
 		.type_bytecode_array = (__u16)b->c.type_bytecode_array,
+		.sfi_name = (__u16)b->c.sfi_name_or_scope_info,
 	};
 	return 1;
 }
@@ -704,7 +707,7 @@ static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 	struct v8rt *v = ctx;
 	struct v8_pid *p = *pid_slot(v, pid);
 	const struct v8_consts *c;
-	uint64_t sfi = payload, words[2], nosi, script;
+	uint64_t sfi = payload & ((1ull << OP_V8_ADDR_BITS) - 1), words[2], nosi, script;
 	struct sfi_ent *e;
 	int64_t start = -1;
 	int t;
@@ -724,7 +727,8 @@ static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 	/* identity: still a SharedFunctionInfo, with the same name and script words */
 	if (obj_type(pid, c, sfi + 1) != c->type_sfi ||
 	    !rd(pid, sfi + c->sfi_name_or_scope_info, &words[0], 8) ||
-	    !rd(pid, sfi + c->sfi_script, &words[1], 8)) {
+	    !rd(pid, sfi + c->sfi_script, &words[1], 8) ||
+	    OP_V8_CHECK(words[0]) != payload >> OP_V8_ADDR_BITS) {
 		v->st.unnamed++;
 		return -ESRCH;
 	}
