@@ -21,6 +21,9 @@
 #define OP_V8_FRAMES_PER_PROG 16
 /* The words read below a frame's fp (fp - 8 * OP_V8_FP_WORDS .. fp + 16). */
 #define OP_V8_FP_WORDS 6
+/* The words of an object read at once: its map, and the fields the walk needs (user space
+ * refuses a layout whose fields lie beyond). */
+#define OP_V8_OBJ_WORDS 8
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -44,20 +47,26 @@ static __always_inline void v8_count(__u32 what)
 		(*c)++;
 }
 
-/* The instance type of the object at tagged pointer @tagged, 0 when it is none. */
-static __always_inline __u16 v8_type(const struct op_v8_proc *vp, __u64 tagged)
+/* The instance type of the map @map (a tagged pointer), 0 when it is none. */
+static __always_inline __u16 v8_map_type(const struct op_v8_proc *vp, __u64 map)
 {
-	__u64 map;
 	__u16 type;
 
-	if ((tagged & 3) != 1)
-		return 0;
-	if (bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1 + vp->map)) ||
-	    (map & 3) != 1)
-		return 0;
-	if (bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + vp->map_instance_type)))
+	if ((map & 3) != 1 ||
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + vp->map_instance_type)))
 		return 0;
 	return type;
+}
+
+/*
+ * The first OP_V8_OBJ_WORDS words of the object at tagged pointer @tagged into @w, and its
+ * instance type (0 when it is none): one read for the object's fields, one for its map's type.
+ */
+static __always_inline __u16 v8_object(const struct op_v8_proc *vp, __u64 tagged, __u64 *w)
+{
+	if ((tagged & 3) != 1 || bpf_probe_read_user(w, 8 * OP_V8_OBJ_WORDS, (void *)(tagged - 1)))
+		return 0;
+	return v8_map_type(vp, w[(vp->map >> 3) & (OP_V8_OBJ_WORDS - 1)]);
 }
 
 /* A frame slot @off bytes from fp, from the words read in @w (fp - 48 .. fp + 16). */
@@ -71,20 +80,32 @@ static __always_inline __u64 v8_slot(const __u64 *w, __s16 off)
 	return w[i & 7];
 }
 
+/* Whether @pc (a return address unless the leaf's) is in the embedded builtins. */
+static __always_inline bool v8_in_builtins(const struct op_v8_proc *vp, __u64 pc)
+{
+	return (pc > vp->builtins[0][0] && pc <= vp->builtins[0][1]) ||
+	       (pc > vp->builtins[1][0] && pc <= vp->builtins[1][1]);
+}
+
 struct v8_loop {
 	struct op_rt_walk *w;
 	const struct op_v8_proc *vp;
 	int done; /* 1: left V8's code (resume native), 2: the walk ends */
 };
 
-/* One V8 frame at s->r (pc in V8's code, bp its frame pointer). */
+/*
+ * One V8 frame at s->r (pc in V8's code, bp its frame pointer). Reads: the frame (one), the
+ * JSFunction and its map's type (two), the SharedFunctionInfo and its map's type (two), and
+ * for a frame that may be interpreted the BytecodeArray's map and type (two).
+ */
 static long v8_frame(__u64 index, void *arg)
 {
 	struct v8_loop *l = arg;
 	struct op_rt_walk *w = l->w;
 	struct unwind_scratch *s = w->s;
 	const struct op_v8_proc *vp = l->vp;
-	__u64 words[OP_V8_FP_WORDS + 2], fp = s->r.bp, marker, fn, sfi, ba, off, data, nosi;
+	__u64 words[OP_V8_FP_WORDS + 2], obj[OP_V8_OBJ_WORDS], fp = s->r.bp, marker, fn, sfi, ba,
+							       off, data, nosi, map;
 	int mi;
 
 	if (!s->r.bp_valid || !fp || (fp & 7) ||
@@ -97,28 +118,31 @@ static long v8_frame(__u64 index, void *arg)
 	marker = v8_slot(words, vp->fp_marker);
 	if ((marker & 1) == 1) {
 		/* a context: a JavaScript frame */
-		fn = v8_slot(words, vp->fp_function);
-		__u16 t = v8_type(vp, fn);
+		__u16 t;
 
+		fn = v8_slot(words, vp->fp_function);
+		t = v8_object(vp, fn, obj);
+		sfi = obj[(vp->jsfunc_shared >> 3) & (OP_V8_OBJ_WORDS - 1)];
 		if (t < vp->type_jsfunc_first || t > vp->type_jsfunc_last) {
 			v8_count(OP_V8_CNT_NOT_JSFUNC);
-		} else if (bpf_probe_read_user(&sfi, sizeof(sfi),
-					       (void *)(fn - 1 + vp->jsfunc_shared)) ||
-			   v8_type(vp, sfi) != vp->type_sfi) {
+		} else if (v8_object(vp, sfi, obj) != vp->type_sfi) {
 			v8_count(OP_V8_CNT_BAD_SFI);
 		} else {
+			nosi = obj[(vp->sfi_name >> 3) & (OP_V8_OBJ_WORDS - 1)];
 			ba = v8_slot(words, vp->fp_bytecode_array);
 			off = v8_slot(words, vp->fp_bytecode_offset);
-			/* interpreted: a BytecodeArray and the offset as a Smi (upper 32 bits) */
-			if ((off & 0xffffffffull) == 0 &&
-			    v8_type(vp, ba) == vp->type_bytecode_array)
+			/*
+			 * interpreted: the pc in the builtins (the interpreter), a BytecodeArray
+			 * and the offset as a Smi (upper 32 bits); code compiled by on-stack
+			 * replacement runs in the same frame, from the JIT's code space
+			 */
+			data = OP_V8_DATA_CODE << OP_V8_DATA_KIND_SHIFT |
+			       (s->r.pc & ((1ull << OP_V8_DATA_KIND_SHIFT) - 1));
+			if ((off & 0xffffffffull) == 0 && v8_in_builtins(vp, s->r.pc) &&
+			    (ba & 3) == 1 &&
+			    !bpf_probe_read_user(&map, sizeof(map), (void *)(ba - 1 + vp->map)) &&
+			    v8_map_type(vp, map) == vp->type_bytecode_array)
 				data = OP_V8_DATA_BYTECODE << OP_V8_DATA_KIND_SHIFT | (off >> 32);
-			else
-				data = OP_V8_DATA_CODE << OP_V8_DATA_KIND_SHIFT |
-				       (s->r.pc & ((1ull << OP_V8_DATA_KIND_SHIFT) - 1));
-			if (bpf_probe_read_user(&nosi, sizeof(nosi),
-						(void *)(sfi - 1 + vp->sfi_name)))
-				nosi = 0;
 			if (!op_rt_push(w, OP_RUNTIME_V8,
 					(sfi - 1) | OP_V8_CHECK(nosi) << OP_V8_ADDR_BITS, data)) {
 				l->done = 2;

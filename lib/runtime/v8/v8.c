@@ -325,6 +325,16 @@ static int read_binary(int fd, struct v8_bin *b)
 			 b->c.major, b->c.minor);
 		st = -ENOTSUP;
 	}
+	/* the BPF walk reads the first 8 words of a JSFunction and a SharedFunctionInfo */
+	if (st == 1 && (b->c.map | b->c.jsfunc_shared | b->c.sfi_name_or_scope_info) & 7)
+		st = -ENOTSUP;
+	if (st == 1 &&
+	    (b->c.map < 0 || b->c.map > 56 || b->c.jsfunc_shared < 0 || b->c.jsfunc_shared > 56 ||
+	     b->c.sfi_name_or_scope_info < 0 || b->c.sfi_name_or_scope_info > 56)) {
+		op_debug("v8: object fields beyond the words the BPF walk reads: frames stay "
+			 "native");
+		st = -ENOTSUP;
+	}
 	if (st == 1 && has_blob && vaddr_to_off(e, blob_va, &b->c.blob_off))
 		b->c.blob_size = blob_size;
 	elf_end(e);
