@@ -752,7 +752,7 @@ static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 		else if (t == c->type_scope_info)
 			scope_info(pid, c, nosi, e->name, sizeof(e->name), &start);
 		if (!e->name[0])
-			snprintf(e->name, sizeof(e->name), "<anonymous>");
+			snprintf(e->name, sizeof(e->name), "(anonymous)"); /* as DevTools says */
 		if (obj_type(pid, c, script) == c->type_script) {
 			uint64_t sname;
 
