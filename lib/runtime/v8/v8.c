@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -169,6 +170,11 @@ struct v8_pid {
 
 struct v8rt {
 	struct op_runtime rt;
+	/*
+	 * attach/detach run on the reader thread (under the unwinder's lock), symbolize on the
+	 * symbolizer thread (under the library's): this lock keeps the lists below whole.
+	 */
+	pthread_mutex_t lock;
 	int procs_fd, counters_fd;
 	struct v8_bin *bins;
 	struct v8_pid *pids;
@@ -422,9 +428,8 @@ static void add_claim(struct op_runtime_proc *rp, uint64_t start, uint64_t end)
 		rp->claims[rp->n_claims++] = (struct op_runtime_claim){ start, end };
 }
 
-static int attach(void *ctx, struct op_runtime_proc *rp)
+static int attach_locked(struct v8rt *v, struct op_runtime_proc *rp)
 {
-	struct v8rt *v = ctx;
 	const struct v8_bin *bin = NULL;
 	const char *bin_path = NULL;
 	struct v8_pid *p;
@@ -501,18 +506,35 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 	return 1;
 }
 
+static int attach(void *ctx, struct op_runtime_proc *rp)
+{
+	struct v8rt *v = ctx;
+	int ret;
+
+	pthread_mutex_lock(&v->lock);
+	ret = attach_locked(v, rp);
+	pthread_mutex_unlock(&v->lock);
+	return ret;
+}
+
 static void detach(void *ctx, int pid)
 {
 	struct v8rt *v = ctx;
-	struct v8_pid **pp = pid_slot(v, pid), *p = *pp;
+	struct v8_pid **pp, *p;
 	__u32 key = (__u32)pid;
 
 	bpf_map_delete_elem(v->procs_fd, &key);
-	if (!p)
+	pthread_mutex_lock(&v->lock);
+	pp = pid_slot(v, pid);
+	p = *pp;
+	if (!p) {
+		pthread_mutex_unlock(&v->lock);
 		return;
+	}
 	*pp = p->next;
 	if (p->bin && v->st.processes)
 		v->st.processes--;
+	pthread_mutex_unlock(&v->lock);
 	free(p->cache);
 	free(p);
 }
@@ -711,10 +733,9 @@ static int64_t script_line(int pid, const struct v8_consts *c, uint64_t script, 
 	}
 }
 
-static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
-		     struct op_runtime_frame *out)
+static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t data,
+			    struct op_runtime_frame *out)
 {
-	struct v8rt *v = ctx;
 	struct v8_pid *p = *pid_slot(v, pid);
 	const struct v8_consts *c;
 	uint64_t sfi = payload & ((1ull << OP_V8_ADDR_BITS) - 1), words[2], nosi, script;
@@ -777,6 +798,18 @@ static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 	return 0;
 }
 
+static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
+		     struct op_runtime_frame *out)
+{
+	struct v8rt *v = ctx;
+	int ret;
+
+	pthread_mutex_lock(&v->lock);
+	ret = symbolize_locked(v, pid, payload, data, out);
+	pthread_mutex_unlock(&v->lock);
+	return ret;
+}
+
 static void v8_free(void *ctx)
 {
 	struct v8rt *v = ctx;
@@ -794,6 +827,7 @@ static void v8_free(void *ctx)
 		v->bins = b->next;
 		free(b);
 	}
+	pthread_mutex_destroy(&v->lock);
 	free(v);
 }
 
@@ -803,6 +837,7 @@ struct op_runtime *op_v8_runtime_new(const struct op_runtime_env *env)
 
 	if (!v)
 		return NULL;
+	pthread_mutex_init(&v->lock, NULL);
 	v->procs_fd = bpf_map__fd(env->skel->maps.v8_procs);
 	v->counters_fd = bpf_map__fd(env->skel->maps.v8_counters);
 	v->rt = (struct op_runtime){
@@ -825,7 +860,9 @@ void op_v8_stats(const struct op_runtime *rt, struct op_v8_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (!v)
 		return;
+	pthread_mutex_lock((pthread_mutex_t *)&v->lock);
 	*st = v->st;
+	pthread_mutex_unlock((pthread_mutex_t *)&v->lock);
 	if (ncpu <= 0 || ncpu > 4096)
 		return;
 	for (__u32 k = 0; k < OP_V8_CNT_MAX; k++) {
