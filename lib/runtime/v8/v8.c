@@ -363,6 +363,16 @@ static int read_binary(int fd, struct v8_bin *b)
 	return 1;
 }
 
+int op_v8_probe_fd(int fd, int *major, int *minor)
+{
+	struct v8_bin b = { 0 };
+	int st = read_binary(fd, &b);
+
+	*major = b.c.major;
+	*minor = b.c.minor;
+	return st;
+}
+
 /* The binary mapped at @m in @pid, looked at once per file. */
 static struct v8_bin *bin_for(struct v8rt *v, int pid, const struct op_runtime_mapping *m)
 {

@@ -32,6 +32,13 @@ struct op_v8_stats {
 };
 void op_v8_stats(const struct op_runtime *rt, struct op_v8_stats *st);
 
+/*
+ * Read V8's post-mortem constants from the ELF file on @fd (the detection attach() runs; for
+ * tests and fuzzing): 1 and the V8 release in @major/@minor when its layout is known, 0 when
+ * the file has no v8dbg_ constants, -ENOTSUP when it is a V8 we cannot read.
+ */
+int op_v8_probe_fd(int fd, int *major, int *minor);
+
 /* A V8 version the layout is known for (major.minor). */
 int op_v8_version_known(int major, int minor);
 
