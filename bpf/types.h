@@ -227,6 +227,8 @@ struct op_v8_proc {
 	__u16 type_sfi;
 	__u16 type_bytecode_array;
 	__u16 sfi_name; /* SharedFunctionInfo's name_or_scope_info: its identity (below) */
+	__u8 fp_only;	/* a V8 whose layout we do not know: its frames walked, recorded native */
+	__u8 pad[7];
 	/* the embedded builtins (the interpreter's code), in this process: [start, end) twice */
 	__u64 builtins[2][2];
 };

@@ -10,7 +10,9 @@
  * SharedFunctionInfo's address, OP_V8_DATA_* | bytecode offset or pc), and hands the first
  * native frame (C++ called into JS through the entry frame, or a runtime function's caller)
  * back to the native walk. Nothing is guessed: a frame whose function slot does not hold a
- * JSFunction with a SharedFunctionInfo is not recorded, and counted (v8_counters).
+ * JSFunction with a SharedFunctionInfo is not recorded, and counted (v8_counters). For a V8
+ * whose layout user space does not know (fp_only), the frames are walked the same way and
+ * recorded as native frames: stacks stay whole, and a perf map, if any, names them.
  */
 #ifndef OTELPROF_V8_BPF_H
 #define OTELPROF_V8_BPF_H
@@ -87,6 +89,23 @@ static __always_inline bool v8_in_builtins(const struct op_v8_proc *vp, __u64 pc
 	       (pc > vp->builtins[1][0] && pc <= vp->builtins[1][1]);
 }
 
+/* Record @pc as a native frame (fp_only). False when the trace is full. */
+static __always_inline bool v8_push_native(struct op_rt_walk *w, __u64 pc)
+{
+	__u32 idx = w->t->n_kernel + w->s->n;
+
+	if (w->s->n + 1 > OP_MAX_USER_FRAMES) {
+		w->t->flags |= OP_TRACE_USER_TRUNCATED;
+		return false;
+	}
+	asm volatile("" : "+r"(idx));
+	if (idx >= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES || pc >> OP_FRAME_TAG_SHIFT)
+		return false;
+	w->t->frames[idx] = pc;
+	w->s->n++;
+	return true;
+}
+
 struct v8_loop {
 	struct op_rt_walk *w;
 	const struct op_v8_proc *vp;
@@ -116,7 +135,13 @@ static long v8_frame(__u64 index, void *arg)
 		return 1;
 	}
 	marker = v8_slot(words, vp->fp_marker);
-	if ((marker & 1) == 1) {
+	if (vp->fp_only) {
+		/* a layout we do not know: the frame stays native (a perf map may name it) */
+		if (!v8_push_native(w, s->r.pc)) {
+			l->done = 2;
+			return 1;
+		}
+	} else if ((marker & 1) == 1) {
 		/* a context: a JavaScript frame */
 		__u16 t;
 

@@ -181,8 +181,8 @@ func npmNode(t *testing.T, version string) string {
 func TestV8TwoToOneNode18(t *testing.T) { checkTwoToOne(t, npmNode(t, "18.20.8"), 4, true) }
 func TestV8TwoToOneNode22(t *testing.T) { checkTwoToOne(t, npmNode(t, "22.23.3"), 4, false) }
 
-// A V8 build whose layout we do not know: native frames and a counted reason, never a guessed
-// name. The node binary is copied with one of the post-mortem constants it exports renamed
+// A V8 build whose layout we do not know: native frames (walked by frame pointers through V8's
+// code, named by its perf map when it writes one) and a counted reason, never a guessed name. The node binary is copied with one of the post-mortem constants it exports renamed
 // (nothing looks it up at run time), as a build without that constant would be.
 func TestV8UnknownLayoutStaysNative(t *testing.T) {
 	requireRoot(t)
@@ -211,17 +211,36 @@ func TestV8UnknownLayoutStaysNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "two_to_one.js")
-	cmd := startScript(t, bin, script, "30")
-	time.Sleep(time.Second)
-	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "3", "--frequency", "199", "-v")
+	cmd := startScript(t, bin, "--perf-basic-prof", script, "30")
+	time.Sleep(1500 * time.Millisecond)
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "4", "--frequency", "199", "-v")
 	ss := samplesOf(p, cmd.Process.Pid)
-	if total(ss) < 50 {
+	if total(ss) < 100 {
 		t.Fatalf("only %d samples of the patched node; stderr: %s", total(ss), r.stderr)
 	}
+	// its frames stay native: walked by frame pointers, named by the perf map (JS:*heavyWork
+	// ...), never by the V8 runtime
+	var perfmap, complete int64
 	for _, s := range ss {
 		if hasFunc(s, "heavyWork") || hasFunc(s, "lightWork") {
 			t.Fatalf("a V8 of unknown layout was named: %v", funcNames(s))
 		}
+		for _, n := range funcNames(s) {
+			if strings.HasPrefix(n, "JS:*heavyWork ") || strings.HasPrefix(n, "JS:*lightWork ") {
+				perfmap += count(s)
+				if completeNodeStack(s) {
+					complete += count(s)
+				}
+				break
+			}
+		}
+	}
+	t.Logf("%d samples, %d named from the perf map, %d of them complete", total(ss), perfmap, complete)
+	if perfmap < total(ss)/2 {
+		t.Errorf("only %d of %d samples name the functions from the perf map", perfmap, total(ss))
+	}
+	if float64(complete) < 0.99*float64(perfmap) {
+		t.Errorf("%d of %d samples named from the perf map reach node::Start and _start", complete, perfmap)
 	}
 	if !strings.Contains(r.stderr, "1 processes of an unknown V8 layout") {
 		t.Errorf("the unknown V8 layout is not counted in record -v: %s", r.stderr)

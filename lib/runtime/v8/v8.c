@@ -258,7 +258,7 @@ static int read_binary(int fd, struct v8_bin *b)
 	bool has_v8dbg = false, has_blob = false;
 	Elf_Scn *scn = NULL;
 	Elf *e;
-	int types, st = 1;
+	int types = 0, st = 1;
 
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -341,11 +341,14 @@ static int read_binary(int fd, struct v8_bin *b)
 			 "native");
 		st = -ENOTSUP;
 	}
-	if (st == 1 && has_blob && vaddr_to_off(e, blob_va, &b->c.blob_off))
+	if (has_blob && vaddr_to_off(e, blob_va, &b->c.blob_off))
 		b->c.blob_size = blob_size;
 	elf_end(e);
-	if (st != 1)
+	if (st != 1) {
+		/* frames walked by their frame pointers, recorded native */
+		b->bpf = (struct op_v8_proc){ .fp_only = 1 };
 		return st;
+	}
 	b->bpf = (struct op_v8_proc){
 		.fp_marker = (__s16)b->c.fp_marker,
 		.fp_function = (__s16)b->c.fp_function,
@@ -468,7 +471,9 @@ static int attach_locked(struct v8rt *v, struct op_runtime_proc *rp)
 					v->pids = u;
 					v->st.unknown_layout++;
 				}
-				return b->status;
+				/* without its builtins, nothing to walk: CFI and perf maps only */
+				if (!b->c.blob_size)
+					return b->status;
 			}
 			bin = b;
 			bin_path = m->path;
@@ -501,6 +506,8 @@ static int attach_locked(struct v8rt *v, struct op_runtime_proc *rp)
 	for (size_t i = 0; i < rp->n_maps; i++)
 		if (!rp->maps[i].path)
 			add_claim(rp, rp->maps[i].start, rp->maps[i].end);
+	if (bin->status < 0)
+		return 1; /* walked by frame pointers (fp_only), frames native; counted above */
 	p = *pid_slot(v, rp->pid);
 	if (!p) {
 		p = calloc(1, sizeof(*p));
