@@ -259,13 +259,13 @@ func TestPerfMapPython312(t *testing.T) {
 	script := filepath.Join(repoRoot(t), "tests", "runtime", "perfmap", "two_to_one.py")
 	cmd := startScript(t, bins[0], "-X", "perf", script, "40")
 	time.Sleep(500 * time.Millisecond)
-	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "6", "--frequency", "199", "-v")
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "8", "--frequency", "499", "-v")
 	heavyName := "py::heavy_work:" + script
 	lightName := "py::light_work:" + script
 	ss := scriptSamples(p, cmd.Process.Pid, heavyName, lightName)
 	n := total(ss)
-	if n < 150 {
-		t.Fatalf("only %d samples named from the perf map (want >= 150); stderr: %s", n, r.stderr)
+	if n < 500 {
+		t.Fatalf("only %d samples named from the perf map (want >= 500); stderr: %s", n, r.stderr)
 	}
 	sh := shareByStack(ss, heavyName, lightName)
 	heavy := 100 * sh[heavyName] / (sh[heavyName] + sh[lightName])
@@ -273,6 +273,15 @@ func TestPerfMapPython312(t *testing.T) {
 		n, sh[heavyName], sh[lightName], heavy)
 	if heavy < 66.7-5 || heavy > 66.7+5 {
 		t.Errorf("heavy_work has %.1f%% of the two functions' samples, want 66.7 +- 5", heavy)
+	}
+	// the trampoline keeps no frame pointer: a stack may end there, but marked, never silently
+	for _, s := range ss {
+		names := funcNames(s)
+		last := names[len(names)-1]
+		if last != "_start" && !strings.HasPrefix(last, "[unwind error") {
+			t.Errorf("a stack ends at %q without a marker: %v", last, names)
+			break
+		}
 	}
 	if !strings.Contains(r.stderr, "perf maps: ") {
 		t.Errorf("record -v does not report perf-map naming: %s", r.stderr)
