@@ -330,3 +330,51 @@ func TestV8FrameTypeOTLP(t *testing.T) {
 		}
 	}
 }
+
+// Off-CPU stacks name JavaScript frames too: a function waiting in Atomics.wait.
+func TestV8OffCPU(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat(nodeBin); err != nil {
+		t.Skipf("skipped: %s not installed", nodeBin)
+	}
+	script := filepath.Join(repoRoot(t), "tests", "runtime", "v8", "sleeper.js")
+	cmd := startScript(t, nodeBin, script, "30")
+	time.Sleep(time.Second)
+	p, r := record(t, "--pid", itoa(cmd.Process.Pid), "--duration", "4", "--off-cpu")
+	idx := offCPUIndex(p)
+	if idx < 0 {
+		t.Fatalf("no off_cpu sample type: %v", p.SampleType)
+	}
+	var all, named, complete int64
+	for _, s := range samplesOf(p, cmd.Process.Pid) {
+		if s.Value[idx] == 0 || !hasFuncContaining(s, "AtomicsWait") {
+			continue
+		}
+		all += s.Value[idx]
+		if ordered(funcNames(s), "v8::internal::Builtin_AtomicsWait", "sleeper") {
+			named += s.Value[idx]
+			if completeNodeStack(s) {
+				complete += s.Value[idx]
+			}
+		}
+	}
+	t.Logf("off-CPU in Atomics.wait: %d ns, %d ns under sleeper(), %d ns of them complete", all, named, complete)
+	if all == 0 {
+		t.Fatalf("no off-CPU time in Atomics.wait; stderr: %s", r.stderr)
+	}
+	if float64(named) < 0.99*float64(all) || float64(complete) < 0.99*float64(named) {
+		t.Errorf("off-CPU time in Atomics.wait: %d ns, %d under sleeper() (want >= 99%%), %d complete",
+			all, named, complete)
+	}
+}
+
+// ordered reports whether names (leaf first) holds the chain in this order.
+func ordered(names []string, chain ...string) bool {
+	i := 0
+	for _, n := range names {
+		if i < len(chain) && n == chain[i] {
+			i++
+		}
+	}
+	return i == len(chain)
+}
