@@ -150,7 +150,7 @@ struct v8_bin {
 	struct op_v8_proc bpf;
 };
 
-#define SFI_CACHE    4096
+#define SFI_CACHE    512 /* entries per process, allocated at its first frame: 278 KiB */
 #define NAME_MAX_LEN 256
 
 struct sfi_ent {
