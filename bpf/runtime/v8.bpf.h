@@ -135,13 +135,19 @@ static long v8_frame(__u64 index, void *arg)
 		return 1;
 	}
 	marker = v8_slot(words, vp->fp_marker);
-	if (vp->fp_only) {
-		/* a layout we do not know: the frame stays native (a perf map may name it) */
+	/*
+	 * Native frames of V8's own code: every frame of a layout we do not know (a perf map may
+	 * name them), a typed frame (entry, exit, stub: a builtin such as JSEntry or CEntry, or
+	 * stub code), and a leaf pc in the builtins (a builtin without a frame of its own, called
+	 * by the JavaScript frame at fp, which follows).
+	 */
+	if (vp->fp_only || (marker & 1) == 0 || (s->r.leaf && v8_in_builtins(vp, s->r.pc))) {
 		if (!v8_push_native(w, s->r.pc)) {
 			l->done = 2;
 			return 1;
 		}
-	} else if ((marker & 1) == 1) {
+	}
+	if (!vp->fp_only && (marker & 1) == 1) {
 		/* a context: a JavaScript frame */
 		__u16 t;
 
