@@ -27,10 +27,12 @@
 #include "runtime/golabels.bpf.h"
 #include "runtime/customlabels.bpf.h"
 #include "runtime/python.bpf.h"
+#include "runtime/v8.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
+OP_RUNTIME_PROGRAM(v8, cpu, OP_CHAIN_CPU, "perf_event")
 
 /*
  * Drop-in for the upstream receiver (issue 22): record the idle task's samples (its kernel
@@ -129,6 +131,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 }
 
 OP_UNWIND_CHAIN(sched, "tp_btf/sched_switch", OP_CHAIN_SCHED)
+OP_RUNTIME_PROGRAM(v8, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
 
 /* CPython frames (issue 15): one program per chain, reached by tail call (runtime.bpf.h) */
 OP_RUNTIME_PROGRAM(python, cpu, OP_CHAIN_CPU, "perf_event")

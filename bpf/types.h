@@ -268,4 +268,50 @@ enum op_py_reason {
 	OP_PY_REASON_MAX = 8,
 };
 
+/*
+ * V8 (Node.js): how bpf/runtime/v8.bpf.h reads a process's JavaScript frames (the v8_procs map,
+ * filled by lib/runtime/v8 from the binary's v8dbg_* post-mortem constants). Frame offsets
+ * are from the frame pointer; object offsets from an object's untagged address.
+ */
+struct op_v8_proc {
+	__s16 fp_marker;	 /* context, or a frame type marker (an untagged small int) */
+	__s16 fp_function;	 /* the JSFunction of a JavaScript frame */
+	__s16 fp_bytecode_array; /* interpreted frames: the BytecodeArray */
+	__s16 fp_bytecode_offset;
+	__u16 map; /* HeapObject's map */
+	__u16 map_instance_type;
+	__u16 jsfunc_shared;	 /* JSFunction's SharedFunctionInfo */
+	__u16 type_jsfunc_first; /* instance types of JSFunction and its subclasses */
+	__u16 type_jsfunc_last;
+	__u16 type_sfi;
+	__u16 type_bytecode_array;
+	__u16 sfi_name; /* SharedFunctionInfo's name_or_scope_info: its identity (below) */
+	__u8 fp_only;	/* a V8 whose layout we do not know: its frames walked, recorded native */
+	__u8 pad[7];
+	/* the embedded builtins (the interpreter's code), in this process: [start, end) twice */
+	__u64 builtins[2][2];
+};
+
+/*
+ * A V8 frame's first word: the SharedFunctionInfo's address (47 bits) and, above it, a 9-bit
+ * check of its name_or_scope_info word at sample time (OP_V8_CHECK): user space names the
+ * frame only if the object there still has it (the GC may have moved another one there).
+ */
+#define OP_V8_ADDR_BITS	  47
+#define OP_V8_CHECK(word) ((((word) >> 3) ^ ((word) >> 12) ^ ((word) >> 21)) & 0x1ff)
+/* Second word of a V8 frame: what the first (the SharedFunctionInfo's address) ran. */
+#define OP_V8_DATA_KIND_SHIFT 60
+#define OP_V8_DATA_BYTECODE   1ull /* interpreted: low bits the bytecode offset */
+#define OP_V8_DATA_CODE	      2ull /* compiled (Sparkplug, Maglev, Turbofan): low bits the pc */
+
+/* Why V8 frames were not recorded (v8_counters, per CPU). */
+enum op_v8_counter {
+	OP_V8_CNT_FRAMES = 0,	  /* JavaScript frames recorded */
+	OP_V8_CNT_NO_PROC = 1,	  /* code claimed but no layout for the process */
+	OP_V8_CNT_BAD_FP = 2,	  /* a frame pointer that cannot be read or goes down */
+	OP_V8_CNT_NOT_JSFUNC = 3, /* a frame with a context whose function slot is no JSFunction */
+	OP_V8_CNT_BAD_SFI = 4,	  /* a JSFunction without a SharedFunctionInfo */
+	OP_V8_CNT_MAX = 8,
+};
+
 #endif

@@ -362,6 +362,20 @@ struct otelprof_stats {
 	uint64_t python_native_read_failed;
 	uint64_t python_native_chain_ended;
 	uint64_t python_stale_code;
+	/*
+	 * JIT code (issue 20). V8: Node processes whose JavaScript frames are unwound, those of a
+	 * V8 build we do not know (their frames stay native), JavaScript frames named and not
+	 * named (their objects moved or were freed before naming), frames the BPF walk could
+	 * not take (a frame pointer it could not read; a frame without a JSFunction). Perf maps:
+	 * frames named from a /tmp/perf-PID.map, and its lines skipped as malformed.
+	 */
+	uint64_t v8_processes;
+	uint64_t v8_unknown_layout;
+	uint64_t v8_frames_named;
+	uint64_t v8_frames_unnamed;
+	uint64_t v8_bad_frames;
+	uint64_t perfmap_named;
+	uint64_t perfmap_bad_lines;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

@@ -25,10 +25,12 @@
 #include "sample/sampler.h"
 #include "sample/alloc.h"
 #include "symbol/ksyms.h"
+#include "symbol/perfmap.h"
 #include "symbol/symbolize.h"
 #include "runtime/customlabels/customlabels.h"
 #include "runtime/golabels/golabels.h"
 #include "runtime/python/python.h"
+#include "runtime/v8/v8.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -114,6 +116,7 @@ struct otelprof {
 	struct op_filecache *files;
 	struct op_proctab *procs;
 	struct op_ksyms *ksyms;
+	struct op_perfmaps *perfmaps;		     /* JIT perf maps (/tmp/perf-PID.map) */
 	struct op_unwinder *unwinder;		     /* NULL: frame pointers only */
 	struct op_runtime *runtimes[OP_RUNTIME_MAX]; /* enabled language runtimes, by kind */
 
@@ -400,6 +403,7 @@ static const struct {
 	{ "Go labels", op_golabels_runtime_new, true },
 	{ "custom labels", op_customlabels_runtime_new, true },
 	{ "Python", op_python_runtime_new, false },
+	{ "V8", op_v8_runtime_new, false },
 	{ NULL, NULL, false },
 };
 
@@ -568,6 +572,20 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 				lines[n].column = 0;
 				n++;
 			}
+		}
+	}
+	/* anonymous executable memory (JIT code): the process's perf map, if it writes one */
+	if (!n && proc && (!vma || !vma->path) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE)) {
+		const char *name =
+			op_perfmaps_lookup(p->perfmaps, proc->pid, leaf ? addr : addr - 1);
+
+		if (name) {
+			struct op_function_desc fd = { .name = name, .system_name = name };
+
+			lines[n].function = op_profile_function(p->profile, &fd);
+			lines[n].line = 0;
+			lines[n].column = 0;
+			n++;
 		}
 	}
 	if (!n)
@@ -1240,6 +1258,7 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 	} else if (h->type == OP_EV_EXIT) {
 		alloc_drop_pid(p, h->pid);
 		ghost_drop(p, (int)h->pid);
+		op_perfmaps_forget(p->perfmaps, (int)h->pid);
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
 	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
 		struct exec_snap *sn = ((const struct exec_rec *)data)->snap;
@@ -1645,6 +1664,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	}
 	if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
 		p->ksyms = op_ksyms_load(); /* NULL: kernel frames keep their addresses */
+	p->perfmaps = op_perfmaps_new();    /* NULL: JIT frames keep their addresses */
 
 	so.frequency_hz = p->opts.frequency_hz;
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
@@ -1864,6 +1884,22 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 		s.python_stale_code = ps.stale_code;
 	}
 	s.unwind_tables_full = us.tables_full;
+	{
+		struct op_v8_stats vs;
+		struct op_perfmaps_stats ps;
+
+		pthread_mutex_lock(&p->lock);
+		op_v8_stats(p->runtimes[OP_RUNTIME_V8], &vs);
+		op_perfmaps_stats(p->perfmaps, &ps);
+		pthread_mutex_unlock(&p->lock);
+		s.v8_processes = vs.processes;
+		s.v8_unknown_layout = vs.unknown_layout;
+		s.v8_frames_named = vs.named;
+		s.v8_frames_unnamed = vs.unnamed;
+		s.v8_bad_frames = vs.bpf_bad_fp + vs.bpf_not_jsfunc + vs.bpf_bad_sfi;
+		s.perfmap_named = ps.named;
+		s.perfmap_bad_lines = ps.bad_lines;
+	}
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
 		s.alloc_failed = counters[OP_CNT_ALLOC_FAIL];
@@ -1899,6 +1935,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_proctab_free(p->procs);
 	op_filecache_free(p->files);
 	op_ksyms_free(p->ksyms);
+	op_perfmaps_free(p->perfmaps);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->state_lock);
 	pthread_mutex_destroy(&p->u_lock);

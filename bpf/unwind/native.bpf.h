@@ -327,12 +327,17 @@ static long walk_one(__u64 index, void *arg)
 		return 1;
 	}
 	slot = m->table;
+	/*
+	 * Anonymous executable memory is JIT code (V8, Python's perf trampolines, HotSpot with
+	 * PreserveFramePointer, LuaJIT...): no CFI, so walk on by its frame pointers. A stack
+	 * never starts in JIT code: a walk that ends there (no frame pointer, a zero return
+	 * address: a JIT that keeps none) is marked, not taken for complete.
+	 */
 	if (slot == OP_UNWIND_TABLE_ANON) {
-		t->unwind_error = OTELPROF_UNWIND_UNKNOWN_MAPPING;
-		w->done = 1;
-		return 1;
-	}
-	if (slot == OP_UNWIND_TABLE_FP) {
+		ret = op_unwind_step_fp(&s->r);
+		if (ret == OP_STEP_END)
+			ret = -OTELPROF_UNWIND_UNKNOWN_MAPPING;
+	} else if (slot == OP_UNWIND_TABLE_FP) {
 		ret = op_unwind_step_fp(&s->r);
 	} else {
 		tb = bpf_map_lookup_elem(&unwind_tables, &slot);

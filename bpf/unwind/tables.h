@@ -111,7 +111,7 @@ struct op_unwind_regs {
  */
 #define OP_UNWIND_MAX_MAPPINGS 256
 #define OP_UNWIND_TABLE_FP     0xffffffffu /* binary without CFI: frame-pointer step */
-#define OP_UNWIND_TABLE_ANON   0xfffffffeu /* anonymous/JIT executable memory: stop here */
+#define OP_UNWIND_TABLE_ANON   0xfffffffeu /* anonymous/JIT memory: frame pointers */
 
 struct op_unwind_table {
 	__u32 first_row;

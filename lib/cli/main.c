@@ -411,6 +411,21 @@ static int cmd_record(int argc, char **argv)
 			(unsigned long long)st.python_native_read_failed,
 			(unsigned long long)st.python_native_chain_ended,
 			(unsigned long long)st.python_stale_code);
+	if (verbosity >= OTELPROF_LOG_INFO &&
+	    (st.v8_processes || st.v8_unknown_layout || st.v8_frames_named))
+		fprintf(stderr,
+			"%s: v8: %llu JavaScript frames named, %llu not (objects gone), %llu "
+			"frames "
+			"skipped by the walk; %llu processes of an unknown V8 layout (native "
+			"frames)\n",
+			prog, (unsigned long long)st.v8_frames_named,
+			(unsigned long long)st.v8_frames_unnamed,
+			(unsigned long long)st.v8_bad_frames,
+			(unsigned long long)st.v8_unknown_layout);
+	if (verbosity >= OTELPROF_LOG_INFO && (st.perfmap_named || st.perfmap_bad_lines))
+		fprintf(stderr, "%s: perf maps: %llu frames named, %llu malformed lines skipped\n",
+			prog, (unsigned long long)st.perfmap_named,
+			(unsigned long long)st.perfmap_bad_lines);
 	rc = 0;
 cleanup:
 	otelprof_buf_free(buf);

@@ -3,6 +3,8 @@
 #   elf, cfi   the test workloads (frame pointers or not, with and without debug info,
 #              stripped), a small shared object and the vDSO, libc cut to its first 256 KiB
 #   maps       lines of /proc/PID/maps and /proc/PID/cgroup of live processes
+#   perfmap    perf maps as Node, Python -X perf and jcmd Compiler.perfmap write them
+#   v8elf      a small shared object exporting V8's post-mortem constants as node 20 does
 #   encode     a few builder programs (any bytes are a valid program)
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
@@ -13,7 +15,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,v8elf}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -77,6 +79,41 @@ printf '%s\n' \
 	>"$dir/maps/handmade"
 printf '0::/system.slice/docker-%s.scope\n' \
 	0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef >"$dir/maps/cgroup.docker"
+
+printf '%s\n' '2046ed98aae6 2a JS:~fib /tmp/busy.js:1:13' 'ce06040 180 JS:*fib /tmp/busy.js:1:13' \
+	'7f3358ec7600 18 py::main:/tmp/x.py' >"$dir/perfmap/node"
+printf '0x00007f3358ec7600 0x0000000000000258 long Busy.work(int)\r\n0x10 0x0 zero\nbad\n' \
+	>"$dir/perfmap/java"
+
+# V8's post-mortem constants as /usr/bin/node (v20.20.2, V8 11.3) exports them
+cat >"$dir/v8like.c" <<'V8EOF'
+int v8dbg_off_fp_context_or_frame_type = -8, v8dbg_off_fp_function = -16;
+int v8dbg_off_fp_bytecode_array = -32, v8dbg_off_fp_bytecode_offset = -40;
+int v8dbg_class_HeapObject__map__Map = 0, v8dbg_class_Map__instance_type__uint16_t = 12;
+int v8dbg_class_JSFunction__shared__SharedFunctionInfo = 24;
+int v8dbg_type_JSFunction__JS_FUNCTION_TYPE = 2066;
+int v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE = 262;
+int v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE = 191, v8dbg_type_ScopeInfo__SCOPE_INFO_TYPE = 261;
+int v8dbg_type_Script__SCRIPT_TYPE = 167, v8dbg_FirstNonstringType = 128;
+int v8dbg_class_SharedFunctionInfo__name_or_scope_info__Object = 16;
+int v8dbg_class_SharedFunctionInfo__script_or_debug_info__HeapObject = 32;
+int v8dbg_class_Script__name__Object = 16, v8dbg_class_Script__line_ends__Object = 56;
+int v8dbg_class_Script__source__Object = 8, v8dbg_scopeinfo_idx_first_vars = 3;
+int v8dbg_scopeinfo_idx_ncontextlocals = 2, v8dbg_class_FixedArrayBase__length__SMI = 8;
+int v8dbg_class_FixedArray__data__uintptr_t = 16, v8dbg_class_String__length__int32_t = 12;
+int v8dbg_class_SeqOneByteString__chars__char = 16, v8dbg_class_SeqTwoByteString__chars__char = 16;
+int v8dbg_class_ConsString__first__String = 16, v8dbg_class_ConsString__second__String = 24;
+int v8dbg_class_ThinString__actual__String = 16, v8dbg_class_SlicedString__parent__String = 16;
+int v8dbg_class_SlicedString__offset__SMI = 24, v8dbg_StringRepresentationMask = 7;
+int v8dbg_StringEncodingMask = 8, v8dbg_SeqStringTag = 0, v8dbg_ConsStringTag = 1;
+int v8dbg_ThinStringTag = 5, v8dbg_SlicedStringTag = 3, v8dbg_OneByteStringTag = 8;
+int _ZN2v88internal7Version6major_E = 11, _ZN2v88internal7Version6minor_E = 3;
+const unsigned v8_Default_embedded_blob_code_size_ = 64;
+void v8_Default_embedded_blob_code_(void) {}
+V8EOF
+cc -shared -fPIC -o "$dir/v8elf/v8like.so" "$dir/v8like.c" 2>/dev/null || true
+rm -f "$dir/v8like.c"
+cp "$dir/elf/libc.head" "$dir/v8elf/" 2>/dev/null || true
 
 # environments of live processes, a Go binary's .go.buildinfo, ids in labels
 for p in /proc/self /proc/$$; do
