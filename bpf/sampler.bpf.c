@@ -25,10 +25,12 @@
 #include "unwind/runtime.bpf.h"
 #include "runtime/golabels.bpf.h"
 #include "runtime/customlabels.bpf.h"
+#include "runtime/hotspot.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
+OP_RUNTIME_PROGRAM(hotspot, cpu, OP_CHAIN_CPU, "perf_event")
 
 /* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
 static __always_inline void read_labels(struct op_trace *t, struct task_struct *task)
@@ -117,6 +119,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 }
 
 OP_UNWIND_CHAIN(sched, "tp_btf/sched_switch", OP_CHAIN_SCHED)
+OP_RUNTIME_PROGRAM(hotspot, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
 
 /*
  * Off-CPU (sample/offcpu.bpf.h): the thread coming in ends its sampled interval; the thread

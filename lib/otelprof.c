@@ -26,6 +26,7 @@
 #include "symbol/symbolize.h"
 #include "runtime/customlabels/customlabels.h"
 #include "runtime/golabels/golabels.h"
+#include "runtime/hotspot/hotspot.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -334,6 +335,7 @@ static const struct {
 } runtime_ctors[] = {
 	{ "Go labels", op_golabels_runtime_new, true },
 	{ "custom labels", op_customlabels_runtime_new, true },
+	{ "Java (HotSpot)", op_hotspot_runtime_new, false },
 	{ NULL, NULL, false },
 };
 
