@@ -203,6 +203,11 @@ static __always_inline int hs_compiled(struct hs_walk *k, __u64 blob, __u32 fsiz
 			goto bad;
 		if (epi == 2 && hs_read(&nfp, 8, k->sp))
 			goto bad;
+		if (java && !hs_in_cache(hp, ra)) {
+			/* Java code is called from the code cache only (stubs, adapters) */
+			hs_count(OP_HS_ERR_BAD_RA);
+			return HS_ERR;
+		}
 	} else {
 		__u64 st[HS_RA_SEARCH];
 		int i;
@@ -267,14 +272,15 @@ static long hs_frame(__u64 index, void *arg)
 	struct hs_walk *k = arg;
 	const struct op_hs_proc *hp = k->hp;
 	__u64 blob, name = 0, code = 0, look;
-	__u32 tag = 0, fsize = 0, complete = 0;
+	__u32 tag = 0, fsize = 0;
+	__u16 complete = 0; /* an int in 17, an int16 in 25: the low half either way */
 	int r;
 
 	look = k->leaf ? k->pc : k->pc - 1;
 	blob = hs_find_blob(hp, look);
 	if (!blob || hs_read(&name, 8, blob + hp->blob_name) || hs_read(&tag, 4, name) ||
 	    hs_read(&fsize, 4, blob + hp->blob_frame_size) ||
-	    hs_read(&complete, 4, blob + hp->blob_frame_complete)) {
+	    hs_read(&complete, 2, blob + hp->blob_frame_complete)) {
 		if (blob)
 			hs_count(OP_HS_ERR_READ);
 		k->state = k->first ? HS_ENTRY : HS_ERR;

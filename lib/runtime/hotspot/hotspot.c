@@ -339,8 +339,14 @@ static int proc_read(struct hotspot *h, struct hs_proc *p, const struct op_runti
 		return err;
 	}
 	p->ready = true;
-	op_debug("hotspot: pid %d: JDK %u, %u code heaps, %u structs %u types", p->pid, major,
-		 p->bp.n_heaps, p->vm.n_structs, p->vm.n_types);
+	op_debug("hotspot: pid %d: JDK %u, %u code heaps, %u structs %u types; CodeBlob name %u "
+		 "frame_complete %u frame_size %u code %u%s, method %u, HeapBlock %u, "
+		 "ConstMethod %u, interpreter slots %d %d %d",
+		 p->pid, major, p->bp.n_heaps, p->vm.n_structs, p->vm.n_types, p->bp.blob_name,
+		 p->bp.blob_frame_complete, p->bp.blob_frame_size, p->bp.blob_code,
+		 p->bp.code_is_offset ? " (offset)" : "", p->bp.nmethod_method,
+		 p->bp.heapblock_size, p->bp.constmethod_size, p->bp.frame_method,
+		 p->bp.frame_bcp, p->bp.frame_sender_sp);
 	return 0;
 }
 
