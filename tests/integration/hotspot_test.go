@@ -1,0 +1,138 @@
+package integration
+
+// Root BPF tests of the Java (HotSpot) frames (issue 21): a Java program with two methods doing
+// 2:1 work (tests/runtime/hotspot/HotMethods.java), run without any JVM flag on every JDK of
+// the machine, must be named Class.method with the right shares, and its thread's stacks must
+// reach the Java main and the thread start through the JVM's native frames.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+type jdk struct{ name, home string }
+
+// The JDKs on this machine (OpenJDK 17 from Debian, Temurin 25).
+var jdks = []jdk{
+	{"17", "/usr/lib/jvm/java-17-openjdk-amd64"},
+	{"25", "/usr/lib/jvm/temurin-25-jdk-amd64"},
+}
+
+// compileJava builds the test programs with the oldest javac, so every JDK runs the classes.
+func compileJava(t *testing.T) string {
+	t.Helper()
+	javac := filepath.Join(jdks[0].home, "bin", "javac")
+	if _, err := os.Stat(javac); err != nil {
+		t.Skipf("no JDK at %s (javac): the Java tests need it", jdks[0].home)
+	}
+	out := t.TempDir()
+	r := run(t, 2*time.Minute, javac, "-d", out, "../runtime/hotspot/HotMethods.java")
+	if r.code != 0 {
+		t.Fatalf("javac: %s", r.stderr)
+	}
+	return out
+}
+
+// startJava runs HotMethods for secs seconds under the JDK at home.
+func startJava(t *testing.T, home, classes string, secs int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(home, "bin", "java"), "-cp", classes, "HotMethods",
+		strconv.Itoa(secs))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// mainThread: the samples of the thread running the Java main (the launcher names it "java";
+// the JIT compilers and GC threads have their own names).
+func mainThread(ss []*profile.Sample) []*profile.Sample {
+	var out []*profile.Sample
+	for _, s := range ss {
+		if v := s.Label["thread.name"]; len(v) > 0 && v[0] == "java" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// javaComplete: the stack holds the Java main and ends at the thread's start.
+func javaComplete(names []string) bool {
+	if len(names) == 0 || !contains(names, "HotMethods.main") {
+		return false
+	}
+	last := names[len(names)-1]
+	return last == "clone3" || last == "clone" || last == "start_thread"
+}
+
+func TestHotSpotTwoToOne(t *testing.T) {
+	requireRoot(t)
+	classes := compileJava(t)
+	for _, j := range jdks {
+		t.Run("JDK"+j.name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(j.home, "bin", "java")); err != nil {
+				t.Skipf("JDK %s not installed at %s", j.name, j.home)
+			}
+			cmd := startJava(t, j.home, classes, 60)
+			time.Sleep(3 * time.Second) // JIT warm-up: both methods compiled
+			p, r := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499",
+				"--duration", "6", "--format", "pprof", "-v")
+			ss := mainThread(samplesOf(p, cmd.Process.Pid))
+			if n := total(ss); n < 300 {
+				t.Fatalf("only %d samples of the Java main thread: %s", n, r.stderr)
+			}
+			t.Logf("%d samples of the main thread", total(ss))
+			checkShares(t, ss, map[string]float64{
+				"HotMethods.heavy": 200.0 / 3,
+				"HotMethods.light": 100.0 / 3,
+			}, 3)
+			if c := completeShare(t, ss, javaComplete); c < 99 {
+				t.Errorf("%.2f%% of the main thread's stacks reach HotMethods.main and the "+
+					"thread start, want >= 99%%", c)
+			} else {
+				t.Logf("%.2f%% complete stacks", c)
+			}
+			// the frames are named from the JVM (frame type hotspot), with a source file
+			checkJavaFrames(t, p)
+			if strings.Contains(r.stderr, "unknown JVM build") {
+				t.Errorf("the JVM's layout was not recognised: %s", r.stderr)
+			}
+		})
+	}
+}
+
+// checkJavaFrames: HotMethods.main has HotMethods.java as its file and a line number.
+func checkJavaFrames(t *testing.T, p *profile.Profile) {
+	t.Helper()
+	for _, loc := range p.Location {
+		for _, l := range loc.Line {
+			if l.Function == nil || l.Function.Name != "HotMethods.main" {
+				continue
+			}
+			if l.Function.Filename != "HotMethods.java" {
+				t.Errorf("HotMethods.main: file %q, want HotMethods.java", l.Function.Filename)
+			}
+			if l.Line < 35 || l.Line > 45 {
+				t.Errorf("HotMethods.main: line %d, want one of its loop (35-45)", l.Line)
+			}
+			if !strings.Contains(l.Function.SystemName, "([Ljava/lang/String;)V") {
+				t.Errorf("HotMethods.main: system name %q lacks its signature",
+					l.Function.SystemName)
+			}
+			return
+		}
+	}
+	t.Errorf("no HotMethods.main frame in the profile")
+}
