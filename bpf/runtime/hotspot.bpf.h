@@ -60,11 +60,11 @@ static __always_inline void hs_count(__u32 reason)
 		(*c)++;
 }
 
-#define HS_GO	  0 /* the next frame is in the code cache */
-#define HS_LEAVE  1 /* the next frame is native: resume the native walk */
-#define HS_END	  2 /* the stack ends (or the trace is full) */
-#define HS_ERR	  3 /* a frame we cannot step: stop with unwind_error set */
-#define HS_ENTRY  4 /* the first frame is not ours to name: record it as native */
+#define HS_GO	 0 /* the next frame is in the code cache */
+#define HS_LEAVE 1 /* the next frame is native: resume the native walk */
+#define HS_END	 2 /* the stack ends (or the trace is full) */
+#define HS_ERR	 3 /* a frame we cannot step: stop with unwind_error set */
+#define HS_ENTRY 4 /* the first frame is not ours to name: record it as native */
 
 struct hs_walk {
 	struct op_rt_walk *w;
@@ -141,7 +141,8 @@ static __always_inline int hs_interp(struct hs_walk *k)
 		bcp = 0;
 	if (bcp >= cm + hp->constmethod_size && bcp < cm + hp->constmethod_size + 0xffff)
 		bci = bcp - (cm + hp->constmethod_size);
-	if (!op_rt_push(k->w, OP_RUNTIME_HOTSPOT, method, OP_HS_DATA(OP_HS_FRAME_INTERP, bci, cm >> 3)))
+	if (!op_rt_push(k->w, OP_RUNTIME_HOTSPOT, method,
+			OP_HS_DATA(OP_HS_FRAME_INTERP, bci, cm >> 3)))
 		return HS_END;
 	k->pc = fr[1];
 	k->fp = fr[0];
@@ -222,7 +223,8 @@ static __always_inline int hs_compiled(struct hs_walk *k, __u64 blob, __u32 fsiz
 			}
 		}
 		if (i == HS_RA_SEARCH) {
-			/* a leaf whose frame is not set up as we thought: the return address alone */
+			/* a leaf whose frame is not set up as we thought: the return address alone
+			 */
 			if (!k->leaf || hs_read(&ra, 8, k->sp) || !hs_in_cache(hp, ra)) {
 				hs_count(OP_HS_ERR_BAD_RA);
 				return HS_ERR;

@@ -41,17 +41,17 @@ enum op_hs_frame {
  * for methods (an identity check at naming time), the blob's name pointer's low 32 bits for stubs
  */
 #define OP_HS_DATA(sub, val, check) \
-	(((__u64)(sub) << 56) | (((__u64)(val) & 0xffff) << 32) | (__u64)(__u32)(check))
+	(((__u64)(sub) << 56) | (((__u64)(val)&0xffff) << 32) | (__u64)(__u32)(check))
 
 /* Fallback and error reasons of the HotSpot walk, counted per reason (hotspot_errors). */
 enum op_hs_err {
-	OP_HS_ERR_NO_PROC = 0,	 /* no layout for the pid (the JVM not read yet) */
-	OP_HS_ERR_NO_HEAP,	 /* a claimed pc outside every code heap */
-	OP_HS_ERR_NO_BLOB,	 /* the segment map gave no code blob (freed under the walk) */
-	OP_HS_ERR_READ,		 /* a read of the JVM's memory failed */
-	OP_HS_ERR_INTERP_FP,	 /* an interpreter frame whose frame pointer is not sane */
-	OP_HS_ERR_BAD_RA,	 /* a compiled frame with no return address where expected */
-	OP_HS_ERR_DEPTH,	 /* more Java frames than the walk takes */
+	OP_HS_ERR_NO_PROC = 0, /* no layout for the pid (the JVM not read yet) */
+	OP_HS_ERR_NO_HEAP,     /* a claimed pc outside every code heap */
+	OP_HS_ERR_NO_BLOB,     /* the segment map gave no code blob (freed under the walk) */
+	OP_HS_ERR_READ,	       /* a read of the JVM's memory failed */
+	OP_HS_ERR_INTERP_FP,   /* an interpreter frame whose frame pointer is not sane */
+	OP_HS_ERR_BAD_RA,      /* a compiled frame with no return address where expected */
+	OP_HS_ERR_DEPTH,       /* more Java frames than the walk takes */
 	OP_HS_ERR_MAX,
 };
 

@@ -345,8 +345,8 @@ static int proc_read(struct hotspot *h, struct hs_proc *p, const struct op_runti
 		 p->pid, major, p->bp.n_heaps, p->vm.n_structs, p->vm.n_types, p->bp.blob_name,
 		 p->bp.blob_frame_complete, p->bp.blob_frame_size, p->bp.blob_code,
 		 p->bp.code_is_offset ? " (offset)" : "", p->bp.nmethod_method,
-		 p->bp.heapblock_size, p->bp.constmethod_size, p->bp.frame_method,
-		 p->bp.frame_bcp, p->bp.frame_sender_sp);
+		 p->bp.heapblock_size, p->bp.constmethod_size, p->bp.frame_method, p->bp.frame_bcp,
+		 p->bp.frame_sender_sp);
 	return 0;
 }
 
@@ -414,8 +414,8 @@ static int attach(void *ctx, struct op_runtime_proc *rp)
 			continue;
 		for (uint32_t k = 0; k < p->bp.n_heaps && rp->n_claims < OP_RUNTIME_MAX_CLAIMS;
 		     k++) {
-			uint64_t s = m->start > p->bp.heaps[k].start ? m->start
-								     : p->bp.heaps[k].start;
+			uint64_t s =
+				m->start > p->bp.heaps[k].start ? m->start : p->bp.heaps[k].start;
 			uint64_t e = m->end < p->bp.heaps[k].end ? m->end : p->bp.heaps[k].end;
 
 			if (s < e)

@@ -30,8 +30,8 @@ enum op_hotspot_reason {
 };
 
 struct op_hotspot_stats {
-	uint64_t jvms;	 /* JVMs whose frames are walked now */
-	uint64_t named;	 /* methods named (cache misses) */
+	uint64_t jvms;	/* JVMs whose frames are walked now */
+	uint64_t named; /* methods named (cache misses) */
 	uint64_t reasons[OP_HOTSPOT_REASON_MAX];
 };
 void op_hotspot_stats(const struct op_runtime *rt, struct op_hotspot_stats *st);

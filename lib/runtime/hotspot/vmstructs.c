@@ -45,9 +45,18 @@ struct want {
 	bool is_static;		  /* the field's address, not its offset */
 };
 
-#define F(t, f, m)  { t, f, offsetof(struct op_hs_vm, m), false }
-#define S(t, f, m)  { t, f, offsetof(struct op_hs_vm, m), true }
-#define SZ(t, m)    { t, NULL, offsetof(struct op_hs_vm, m), false }
+#define F(t, f, m)                                        \
+	{                                                 \
+		t, f, offsetof(struct op_hs_vm, m), false \
+	}
+#define S(t, f, m)                                       \
+	{                                                \
+		t, f, offsetof(struct op_hs_vm, m), true \
+	}
+#define SZ(t, m)                                             \
+	{                                                    \
+		t, NULL, offsetof(struct op_hs_vm, m), false \
+	}
 
 static const struct want wants[] = {
 	S("CodeCache", "_heaps", codecache_heaps),
@@ -292,14 +301,29 @@ const char *op_hs_vm_missing(const struct op_hs_vm *vm)
 		size_t off;
 	} need[] = {
 #define N(m) { #m, offsetof(struct op_hs_vm, m) }
-		N(codecache_heaps), N(growable_len),	 N(growable_data),
-		N(codeheap_memory), N(codeheap_segmap),	 N(codeheap_log2_seg),
-		N(vspace_low),	    N(vspace_high),	 N(blob_name),
-		N(blob_frame_complete), N(blob_frame_size), N(nmethod_method),
-		N(method_const),    N(constmethod_constants), N(constmethod_name_index),
-		N(constmethod_sig_index), N(cpool_holder), N(klass_name),
-		N(symbol_length),   N(symbol_body),	 N(size_heapblock),
-		N(size_constmethod), N(size_cpool),
+		N(codecache_heaps),
+		N(growable_len),
+		N(growable_data),
+		N(codeheap_memory),
+		N(codeheap_segmap),
+		N(codeheap_log2_seg),
+		N(vspace_low),
+		N(vspace_high),
+		N(blob_name),
+		N(blob_frame_complete),
+		N(blob_frame_size),
+		N(nmethod_method),
+		N(method_const),
+		N(constmethod_constants),
+		N(constmethod_name_index),
+		N(constmethod_sig_index),
+		N(cpool_holder),
+		N(klass_name),
+		N(symbol_length),
+		N(symbol_body),
+		N(size_heapblock),
+		N(size_constmethod),
+		N(size_cpool),
 #undef N
 	};
 

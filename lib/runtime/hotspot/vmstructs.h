@@ -44,7 +44,7 @@ extern const char *const op_hs_sym_names[OP_HS_NSYMS];
 /* What the tables say; a field the tables lack stays OP_HS_UNSET. */
 struct op_hs_vm {
 	/* static addresses */
-	uint64_t codecache_heaps; /* CodeCache::_heaps: GrowableArray<CodeHeap*>* */
+	uint64_t codecache_heaps;		/* CodeCache::_heaps: GrowableArray<CodeHeap*>* */
 	uint64_t codecache_low, codecache_high; /* CodeCache::_low_bound, _high_bound (addresses) */
 	uint64_t vm_major; /* Abstract_VM_Version::_vm_major_version (address of an int) */
 	/* field offsets */
@@ -52,7 +52,7 @@ struct op_hs_vm {
 	uint64_t codeheap_memory, codeheap_segmap, codeheap_log2_seg;
 	uint64_t vspace_low, vspace_high;
 	uint64_t blob_name, blob_frame_complete, blob_frame_size;
-	uint64_t blob_code_begin; /* a pointer (JDK <= 22) ... */
+	uint64_t blob_code_begin;  /* a pointer (JDK <= 22) ... */
 	uint64_t blob_code_offset; /* ... or an int offset from the blob (JDK 23+) */
 	uint64_t nmethod_method, nmethod_compile_id;
 	uint64_t method_const, constmethod_constants, constmethod_code_size;
