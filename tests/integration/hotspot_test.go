@@ -40,11 +40,11 @@ func compileJava(t *testing.T) string {
 	return out
 }
 
-// startJava runs HotMethods for secs seconds under the JDK at home.
-func startJava(t *testing.T, home, classes string, secs int) *exec.Cmd {
+// startJava runs HotMethods for secs seconds under the JDK at home (args: its depth).
+func startJava(t *testing.T, home, classes string, secs int, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(home, "bin", "java"), "-cp", classes, "HotMethods",
-		strconv.Itoa(secs))
+	cmd := exec.Command(filepath.Join(home, "bin", "java"), append([]string{"-cp", classes,
+		"HotMethods", strconv.Itoa(secs)}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -113,9 +113,56 @@ func TestHotSpotTwoToOne(t *testing.T) {
 	}
 }
 
-// checkJavaFrames: HotMethods.main has HotMethods.java as its file and a line number.
+// TestHotSpotDeepStacks: 40 recursive Java calls above main (more frames than one run of the
+// BPF program takes, interpreted and compiled mixed while the JIT works): still complete.
+func TestHotSpotDeepStacks(t *testing.T) {
+	requireRoot(t)
+	classes := compileJava(t)
+	for _, j := range jdks {
+		t.Run("JDK"+j.name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(j.home, "bin", "java")); err != nil {
+				t.Skipf("JDK %s not installed at %s", j.name, j.home)
+			}
+			cmd := startJava(t, j.home, classes, 60, "40")
+			time.Sleep(2 * time.Second)
+			p, _ := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499",
+				"--duration", "4")
+			ss := mainThread(samplesOf(p, cmd.Process.Pid))
+			if total(ss) < 200 {
+				t.Fatalf("only %d samples of the Java main thread", total(ss))
+			}
+			deep := 0
+			for _, s := range ss {
+				// C2 inlines one level of a recursion: 20 physical frames at least
+				if countOf(funcNames(s), "HotMethods.down") >= 20 {
+					deep += int(count(s))
+				}
+			}
+			if c := completeShare(t, ss, javaComplete); c < 99 {
+				t.Errorf("%.2f%% complete stacks, want >= 99%%", c)
+			}
+			if share := 100 * float64(deep) / float64(total(ss)); share < 90 {
+				t.Errorf("%.1f%% of the stacks hold >= 20 HotMethods.down frames, want >= 90%%",
+					share)
+			}
+		})
+	}
+}
+
+// checkJavaFrames: HotMethods.main has HotMethods.java as its file, the line of its call in
+// the loop (where it waits for down() to return), its signature.
 func checkJavaFrames(t *testing.T, p *profile.Profile) {
 	t.Helper()
+	src, err := os.ReadFile("../runtime/hotspot/HotMethods.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "sum = down(sum, depth);") {
+			want = int64(i + 1)
+		}
+	}
 	for _, loc := range p.Location {
 		for _, l := range loc.Line {
 			if l.Function == nil || l.Function.Name != "HotMethods.main" {
@@ -124,8 +171,9 @@ func checkJavaFrames(t *testing.T, p *profile.Profile) {
 			if l.Function.Filename != "HotMethods.java" {
 				t.Errorf("HotMethods.main: file %q, want HotMethods.java", l.Function.Filename)
 			}
-			if l.Line < 35 || l.Line > 45 {
-				t.Errorf("HotMethods.main: line %d, want one of its loop (35-45)", l.Line)
+			if l.Line != want {
+				t.Errorf("HotMethods.main: line %d, want %d (the call in its loop)", l.Line,
+					want)
 			}
 			if !strings.Contains(l.Function.SystemName, "([Ljava/lang/String;)V") {
 				t.Errorf("HotMethods.main: system name %q lacks its signature",

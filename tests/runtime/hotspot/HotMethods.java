@@ -5,7 +5,10 @@
 // hundred rounds only: it stays below the JIT's thresholds, so main stays interpreted and
 // heavy()/light() (compiled after a few rounds) are never inlined into it.
 //
-//   java HotMethods SECONDS
+// With DEPTH, each round runs DEPTH calls of down() deep: a stack of more Java frames than the
+// unwinder takes in one BPF program run.
+//
+//   java HotMethods SECONDS [DEPTH]
 public class HotMethods {
 	static final int ROUND = 2_000_000;
 
@@ -31,14 +34,26 @@ public class HotMethods {
 		return acc;
 	}
 
+	static long round(long sum) {
+		sum += heavy(sum, 2 * ROUND);
+		sum += light(sum, ROUND);
+		return sum;
+	}
+
+	static long down(long sum, int depth) {
+		if (depth == 0)
+			return round(sum);
+		return down(sum + depth, depth - 1) + 1;
+	}
+
 	public static void main(String[] args) {
 		double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
+		int depth = args.length > 1 ? Integer.parseInt(args[1]) : 0;
 		long end = System.nanoTime() + (long) (seconds * 1e9);
 		long sum = 0;
 		int rounds = 0;
 		while (System.nanoTime() < end) {
-			sum += heavy(sum, 2 * ROUND);
-			sum += light(sum, ROUND);
+			sum = down(sum, depth);
 			rounds++;
 		}
 		System.out.println("rounds " + rounds + " sum " + sum);
