@@ -149,6 +149,53 @@ func TestHotSpotDeepStacks(t *testing.T) {
 	}
 }
 
+// TestHotSpotUnknownBuild: a libjvm.so whose tables lack a field the walk needs (or that has no
+// tables at all) is no JVM we can unwind: its frames stay native (named from its symbols), and
+// `otelprof record -v` says why, counted.
+func TestHotSpotUnknownBuild(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []struct{ name, define, reason, says string }{
+		{"missing field", "-DNO_KLASS_NAME", "hotspot: unknown_layout: ", "lack klass_name"},
+		{"no tables", "-DNO_TABLES", "hotspot: no_vmstructs_symbols: ", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := "../runtime/hotspot/fakejvm.c"
+			if r := run(t, time.Minute, "cc", "-O1", "-g", "-shared", "-fPIC", c.define, "-o",
+				filepath.Join(dir, "libjvm.so"), src); r.code != 0 {
+				t.Fatalf("cc: %s", r.stderr)
+			}
+			bin := filepath.Join(dir, "fakejvm")
+			if r := run(t, time.Minute, "cc", "-O1", "-g", "-DMAIN", "-o", bin, src, "-L"+dir,
+				"-ljvm", "-Wl,-rpath,"+dir); r.code != 0 {
+				t.Fatalf("cc: %s", r.stderr)
+			}
+			cmd := exec.Command(bin, "30")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			time.Sleep(500 * time.Millisecond)
+			p, r := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "199",
+				"--duration", "2", "-v")
+			if !strings.Contains(r.stderr, c.reason) || !strings.Contains(r.stderr, c.says) {
+				t.Errorf("no %q (%q) in the recorder's output:\n%s", c.reason, c.says, r.stderr)
+			}
+			ss := samplesOf(p, cmd.Process.Pid)
+			named := 0
+			for _, s := range ss {
+				if hasFunc(s, "fake_spin") && hasFunc(s, "main") {
+					named += int(count(s))
+				}
+			}
+			if total(ss) == 0 || float64(named) < 0.9*float64(total(ss)) {
+				t.Errorf("%d of %d samples in fake_spin <- main (native frames kept)", named,
+					total(ss))
+			}
+		})
+	}
+}
+
 // checkJavaFrames: HotMethods.main has HotMethods.java as its file, the line of its call in
 // the loop (where it waits for down() to return), its signature.
 func checkJavaFrames(t *testing.T, p *profile.Profile) {
