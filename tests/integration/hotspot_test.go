@@ -149,6 +149,40 @@ func TestHotSpotDeepStacks(t *testing.T) {
 	}
 }
 
+// TestHotSpotStartedAfter: a JVM started after the profiler (met while its tables are still
+// being filled) is unwound once it is up: its hot methods named with the right shares, their
+// stacks complete.
+func TestHotSpotStartedAfter(t *testing.T) {
+	requireRoot(t)
+	classes := compileJava(t)
+	out := filepath.Join(t.TempDir(), "after.pb.gz")
+	rec, stderr := startRecording(t, "--duration", "10", "--frequency", "199", "--output", out)
+	cmd := startJava(t, jdks[0].home, classes, 7)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("java: %v", err)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("otelprof: %v: %s", err, <-stderr)
+	}
+	p := parseProfile(t, out)
+	var hot []*profile.Sample
+	for _, s := range mainThread(samplesOf(p, cmd.Process.Pid)) {
+		if hasFunc(s, "HotMethods.heavy") || hasFunc(s, "HotMethods.light") {
+			hot = append(hot, s)
+		}
+	}
+	if total(hot) < 200 {
+		t.Fatalf("only %d samples in HotMethods.heavy/light: %s", total(hot), <-stderr)
+	}
+	checkShares(t, hot, map[string]float64{
+		"HotMethods.heavy": 200.0 / 3,
+		"HotMethods.light": 100.0 / 3,
+	}, 3)
+	if c := completeShare(t, hot, javaComplete); c < 99 {
+		t.Errorf("%.2f%% complete stacks, want >= 99%%", c)
+	}
+}
+
 // TestHotSpotUnknownBuild: a libjvm.so whose tables lack a field the walk needs (or that has no
 // tables at all) is no JVM we can unwind: its frames stay native (named from its symbols), and
 // `otelprof record -v` says why, counted.
