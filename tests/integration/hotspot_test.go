@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
 type jdk struct{ name, home string }
@@ -87,8 +88,8 @@ func TestHotSpotTwoToOne(t *testing.T) {
 			}
 			cmd := startJava(t, j.home, classes, 60)
 			time.Sleep(3 * time.Second) // JIT warm-up: both methods compiled
-			p, r := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499",
-				"--duration", "6", "--format", "pprof", "-v")
+			p, r := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "999",
+				"--duration", "8", "--format", "pprof", "-v")
 			ss := mainThread(samplesOf(p, cmd.Process.Pid))
 			if n := total(ss); n < 300 {
 				t.Fatalf("only %d samples of the Java main thread: %s", n, r.stderr)
@@ -109,6 +110,7 @@ func TestHotSpotTwoToOne(t *testing.T) {
 			if strings.Contains(r.stderr, "unknown JVM build") {
 				t.Errorf("the JVM's layout was not recognised: %s", r.stderr)
 			}
+			checkOTLPFrameType(t, cmd.Process.Pid)
 		})
 	}
 }
@@ -227,6 +229,46 @@ func TestHotSpotUnknownBuild(t *testing.T) {
 					total(ss))
 			}
 		})
+	}
+}
+
+// checkOTLPFrameType: in OTLP, the Java frames carry profile.frame.type "hotspot", the JVM's
+// own (libjvm.so) "native".
+func checkOTLPFrameType(t *testing.T, pid int) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "java.otlp")
+	if r := run(t, 2*time.Minute, buildPath(t, "otelprof"), "record", "--pid", strconv.Itoa(pid),
+		"--duration", "2", "--frequency", "199", "--format", "otlp", "--output", out); r.code != 0 {
+		t.Fatalf("otelprof: %s", r.stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(data)
+	if err != nil {
+		t.Fatalf("pdata cannot decode the OTLP: %v", err)
+	}
+	dict := pd.Dictionary()
+	types := map[string]string{}
+	for _, loc := range dict.LocationTable().All() {
+		m, err := pprofile.FromAttributeIndices(dict.AttributeTable(), loc, dict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, _ := m.AsRaw()["profile.frame.type"].(string)
+		for _, l := range loc.Lines().All() {
+			fn := dict.FunctionTable().At(int(l.FunctionIndex()))
+			types[dict.StringTable().At(int(fn.NameStrindex()))] = ft
+		}
+	}
+	for fn, want := range map[string]string{"HotMethods.heavy": "hotspot",
+		"HotMethods.main": "hotspot", "JavaCalls::call_helper": "native"} {
+		if got, ok := types[fn]; !ok {
+			t.Errorf("OTLP: no %s frame", fn)
+		} else if got != want {
+			t.Errorf("OTLP: %s has frame type %q, want %q", fn, got, want)
+		}
 	}
 }
 
