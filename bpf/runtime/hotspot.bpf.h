@@ -17,9 +17,10 @@
  *                     the JVM's own stack walkers do;
  *   anything else     a stub: by _frame_size, or rbp based when it has none (the call stub).
  *
- * Java frames are recorded as (Method*, subtype | bci or pc offset | ConstMethod* check); stubs as
- * (blob, name). When the return address leaves the code cache (the call stub returns into
- * libjvm's JavaCalls::call_helper) the native walk goes on from there, rbp valid.
+ * Interpreted frames are recorded as (Method*, bci | ConstMethod* check), compiled ones as
+ * (nmethod, pc offset | compile id: user space expands the inlined methods from its debug
+ * information), stubs as (blob, name). When the return address leaves the code cache (the call stub
+ * returns into libjvm's JavaCalls::call_helper) the native walk goes on from there, rbp valid.
  */
 #ifndef OTELPROF_HOTSPOT_BPF_H
 #define OTELPROF_HOTSPOT_BPF_H
@@ -182,15 +183,13 @@ static __always_inline int hs_compiled(struct hs_walk *k, __u64 blob, __u32 fsiz
 				       __u32 complete, bool java)
 {
 	const struct op_hs_proc *hp = k->hp;
-	__u64 nsp, ra = 0, nfp = k->fp, method = 0, cm = 0;
+	__u64 nsp, ra = 0, nfp = k->fp;
+	__u32 compile_id = 0;
 	int epi = 0;
 
-	if (java) {
-		if (hs_read(&method, 8, blob + hp->nmethod_method) || !method ||
-		    hs_read(&cm, 8, method + hp->method_const)) {
-			hs_count(OP_HS_ERR_READ);
-			return HS_ERR;
-		}
+	if (java && hs_read(&compile_id, 4, blob + hp->nmethod_compile_id)) {
+		hs_count(OP_HS_ERR_READ);
+		return HS_ERR;
 	}
 	if (k->leaf && code && k->pc < code + complete) {
 		/* prologue: `push rbp` done in its last instruction(s) only */
@@ -237,8 +236,8 @@ static __always_inline int hs_compiled(struct hs_walk *k, __u64 blob, __u32 fsiz
 		}
 	}
 	if (java) {
-		if (!op_rt_push(k->w, OP_RUNTIME_HOTSPOT, method,
-				OP_HS_DATA(OP_HS_FRAME_COMPILED, k->pc - code, cm >> 3)))
+		if (!op_rt_push(k->w, OP_RUNTIME_HOTSPOT, blob,
+				OP_HS_DATA(OP_HS_FRAME_COMPILED, k->pc - code, compile_id)))
 			return HS_END;
 	}
 	k->pc = ra;

@@ -22,18 +22,19 @@ struct op_hs_proc {
 	__u16 blob_name, blob_frame_complete, blob_frame_size;
 	__u16 blob_code;      /* CodeBlob::_code_begin (pointer), or _code_offset (int) */
 	__u16 nmethod_method; /* nmethod (CompiledMethod in 17) ::_method */
+	__u16 nmethod_compile_id;
 	__u16 method_const;   /* Method::_constMethod */
 	__u16 heapblock_size; /* sizeof(HeapBlock): the blob follows its block header */
 	__u16 constmethod_size;
 	__u8 code_is_offset;
 	__s8 frame_method, frame_bcp, frame_sender_sp; /* interpreter frame slots (words from fp) */
-	__u8 pad[4];
+	__u8 pad[2];
 };
 
 /* Frame subtypes, bits 56-63 of a HotSpot frame's data word. */
 enum op_hs_frame {
 	OP_HS_FRAME_INTERP = 1,	  /* payload Method*, data: bci (bits 32-47), check */
-	OP_HS_FRAME_COMPILED = 2, /* payload Method*, data: pc offset in the code (32-47), check */
+	OP_HS_FRAME_COMPILED = 2, /* payload the nmethod, data: pc offset in its code, compile id */
 	OP_HS_FRAME_NATIVE = 3,	  /* a native method's wrapper (JNI): as COMPILED */
 	OP_HS_FRAME_STUB = 4,	  /* payload the CodeBlob: a stub, named by its blob name */
 };

@@ -109,6 +109,7 @@ static inline void hs_img_jdk17(struct hs_img *im)
 	hs_img_field(im, "CodeBlob", "_frame_size", false, 28);
 	hs_img_field(im, "CodeBlob", "_code_begin", false, 32);
 	hs_img_field(im, "CompiledMethod", "_method", false, 112);
+	hs_img_field(im, "nmethod", "_compile_id", false, 196);
 	hs_img_field(im, "Method", "_constMethod", false, 8);
 	hs_img_field(im, "ConstMethod", "_constants", false, 8);
 	hs_img_field(im, "ConstMethod", "_code_size", false, 40);

@@ -49,6 +49,20 @@ struct hs_method {
 	uint32_t *lines; /* pairs (bci, line), in table order */
 };
 
+/* The debug information of one compiled method (nmethod), as read when first named. */
+struct hs_jit {
+	uint64_t blob;
+	uint32_t compile_id;
+	bool used;
+	uint64_t method; /* the outer method */
+	uint8_t *pcs, *scopes;
+	size_t pcs_len, scopes_len;
+	uint64_t *meta; /* the metadata array: Method* of the inlined methods */
+	size_t n_meta;
+};
+
+#define HS_JIT_CACHE 1024 /* compiled methods kept per JVM (a direct-mapped cache) */
+
 struct hs_proc {
 	int pid;
 	uint64_t jvm_start; /* the libjvm.so text mapping this was read for */
@@ -58,6 +72,7 @@ struct hs_proc {
 	struct op_hs_proc bp;
 	uint8_t unsigned5_x;
 	struct hs_method *cache; /* HS_METHOD_CACHE, allocated when first named */
+	struct hs_jit *jits;	 /* HS_JIT_CACHE, likewise */
 	struct hs_proc *next;
 };
 
@@ -66,6 +81,8 @@ struct hotspot {
 	int procs_fd, errors_fd;
 	struct hs_proc *procs;
 	struct op_hotspot_stats st;
+	char *scratch[OP_MAX_INLINE * 3];
+	size_t n_scratch;
 };
 
 static const char *const reason_names[OP_HOTSPOT_REASON_MAX] = {
@@ -198,12 +215,25 @@ static void method_clear(struct hs_method *e)
 	memset(e, 0, sizeof(*e));
 }
 
+static void jit_clear(struct hs_jit *j)
+{
+	free(j->pcs);
+	free(j->scopes);
+	free(j->meta);
+	memset(j, 0, sizeof(*j));
+}
+
 static void proc_free(struct hs_proc *p)
 {
 	if (p->cache) {
 		for (size_t i = 0; i < HS_METHOD_CACHE; i++)
 			method_clear(&p->cache[i]);
 		free(p->cache);
+	}
+	if (p->jits) {
+		for (size_t i = 0; i < HS_JIT_CACHE; i++)
+			jit_clear(&p->jits[i]);
+		free(p->jits);
 	}
 	if (p->mem >= 0)
 		close(p->mem);
@@ -262,8 +292,8 @@ static int bpf_layout(struct hs_proc *p)
 
 	if (!fits16(vm->blob_name) || !fits16(vm->blob_frame_complete) ||
 	    !fits16(vm->blob_frame_size) || !fits16(code) || !fits16(vm->nmethod_method) ||
-	    !fits16(vm->method_const) || !fits16(vm->size_heapblock) ||
-	    !fits16(vm->size_constmethod))
+	    !fits16(vm->nmethod_compile_id) || !fits16(vm->method_const) ||
+	    !fits16(vm->size_heapblock) || !fits16(vm->size_constmethod))
 		return -ENOTSUP;
 	b->blob_name = (__u16)vm->blob_name;
 	b->blob_frame_complete = (__u16)vm->blob_frame_complete;
@@ -271,6 +301,7 @@ static int bpf_layout(struct hs_proc *p)
 	b->blob_code = (__u16)code;
 	b->code_is_offset = off;
 	b->nmethod_method = (__u16)vm->nmethod_method;
+	b->nmethod_compile_id = (__u16)vm->nmethod_compile_id;
 	b->method_const = (__u16)vm->method_const;
 	b->heapblock_size = (__u16)vm->size_heapblock;
 	b->constmethod_size = (__u16)vm->size_constmethod;
@@ -485,7 +516,8 @@ static uint8_t u5_byte(struct u5 *r)
 	return r->b[r->i++];
 }
 
-static int32_t u5_signed(struct u5 *r)
+/* One UNSIGNED5 number (Pack200's: low bytes < 192 end it; bytes below x are excluded). */
+static uint32_t u5_unsigned(struct u5 *r)
 {
 	uint32_t sum, ch = u5_byte(r);
 
@@ -502,6 +534,13 @@ static int32_t u5_signed(struct u5 *r)
 		}
 		sum += (ch - r->x) << shift;
 	}
+	return sum;
+}
+
+static int32_t u5_signed(struct u5 *r)
+{
+	uint32_t sum = u5_unsigned(r);
+
 	return (int32_t)(sum >> 1) ^ -(int32_t)(sum & 1);
 }
 
@@ -655,42 +694,264 @@ static int name_stub(struct hs_proc *p, uint64_t blob, uint32_t check, struct hs
 	return e->system_name ? 0 : -ENOMEM;
 }
 
+/* The cache entry of (@payload, @check), named by @how on a miss; NULL on error (counted). */
+static struct hs_method *cached(struct hotspot *h, struct hs_proc *p, uint64_t payload,
+				uint32_t check, bool stub)
+{
+	size_t slot = (size_t)((payload >> 3) ^ (payload >> 15) ^ check) & (HS_METHOD_CACHE - 1);
+	struct hs_method *e;
+	int err;
+
+	if (!p->cache) {
+		p->cache = calloc(HS_METHOD_CACHE, sizeof(*p->cache));
+		if (!p->cache)
+			return NULL;
+	}
+	e = &p->cache[slot];
+	if (e->used && e->payload == payload && e->check == check)
+		return e;
+	method_clear(e);
+	err = stub ? name_stub(p, payload, check, e) : name_method(p, payload, check, e);
+	if (err) {
+		if (err == -ESTALE)
+			h->st.reasons[OP_HOTSPOT_STALE_METHOD]++;
+		method_clear(e);
+		return NULL;
+	}
+	e->used = true;
+	e->payload = payload;
+	e->check = check;
+	h->st.named++;
+	return e;
+}
+
+#define HS_MAX_DEBUG (1u << 20) /* debug information of one nmethod read at most */
+
+/* The debug information of compiled method @blob (compile id @cid) into @j. */
+static int read_jit(struct hs_proc *p, uint64_t blob, uint32_t cid, struct hs_jit *j)
+{
+	const struct op_hs_vm *vm = &p->vm;
+	uint64_t pcs, pcs_end, sd, sd_end, meta = 0, meta_end = 0;
+	uint32_t id;
+
+	if (rd_u32(p, blob + vm->nmethod_compile_id, &id) || id != cid)
+		return -ESTALE;
+	if (rd_u64(p, blob + vm->nmethod_method, &j->method) || !j->method)
+		return -EIO;
+	if (vm->pcdesc_pc == OP_HS_UNSET || vm->pcdesc_scope == OP_HS_UNSET ||
+	    vm->size_pcdesc == OP_HS_UNSET || vm->size_pcdesc < 8 || vm->size_pcdesc > 64 ||
+	    vm->nm_scopes_pcs_off == OP_HS_UNSET)
+		return 0; /* the outer method only */
+	if (vm->nm_immutable == OP_HS_UNSET) {
+		/* JDK <= 22: [metadata][scopes data][PC descs][dependencies] in the nmethod */
+		uint32_t mo, po, dO;
+
+		if (vm->nm_metadata_off == OP_HS_UNSET || vm->nm_scopes_data_begin == OP_HS_UNSET ||
+		    vm->nm_deps_off == OP_HS_UNSET || rd_u32(p, blob + vm->nm_metadata_off, &mo) ||
+		    rd_u64(p, blob + vm->nm_scopes_data_begin, &sd) ||
+		    rd_u32(p, blob + vm->nm_scopes_pcs_off, &po) ||
+		    rd_u32(p, blob + vm->nm_deps_off, &dO))
+			return 0;
+		meta = blob + mo;
+		meta_end = sd;
+		sd_end = pcs = blob + po;
+		pcs_end = blob + dO;
+	} else {
+		/* JDK 23+: [PC descs][scopes data] in the immutable data; metadata in the
+		 * mutable data after the relocations (JDK 25+) */
+		uint64_t imm;
+		uint32_t isz, po, so;
+
+		if (vm->nm_immutable_size == OP_HS_UNSET || vm->nm_scopes_data_off == OP_HS_UNSET ||
+		    rd_u64(p, blob + vm->nm_immutable, &imm) ||
+		    rd_u32(p, blob + vm->nm_immutable_size, &isz) ||
+		    rd_u32(p, blob + vm->nm_scopes_pcs_off, &po) ||
+		    rd_u32(p, blob + vm->nm_scopes_data_off, &so))
+			return 0;
+		pcs = imm + po;
+		pcs_end = sd = imm + so;
+		sd_end = imm + isz;
+		if (vm->blob_mutable != OP_HS_UNSET && vm->blob_mutable_size != OP_HS_UNSET &&
+		    vm->blob_reloc_size != OP_HS_UNSET) {
+			uint64_t mut;
+			uint32_t msz, rsz;
+
+			if (!rd_u64(p, blob + vm->blob_mutable, &mut) &&
+			    !rd_u32(p, blob + vm->blob_mutable_size, &msz) &&
+			    !rd_u32(p, blob + vm->blob_reloc_size, &rsz) && rsz <= msz) {
+				meta = mut + rsz;
+				meta_end = mut + msz;
+			}
+		}
+	}
+	if (pcs > pcs_end || pcs_end - pcs > HS_MAX_DEBUG || sd > sd_end ||
+	    sd_end - sd > HS_MAX_DEBUG || meta > meta_end || meta_end - meta > HS_MAX_DEBUG)
+		return 0;
+	j->pcs_len = pcs_end - pcs;
+	j->scopes_len = sd_end - sd;
+	j->n_meta = (meta_end - meta) / 8;
+	j->pcs = malloc(j->pcs_len + 1);
+	j->scopes = malloc(j->scopes_len + 1);
+	j->meta = malloc(j->n_meta * 8 + 8);
+	if (!j->pcs || !j->scopes || !j->meta || mem_read(p, pcs, j->pcs, j->pcs_len) ||
+	    mem_read(p, sd, j->scopes, j->scopes_len) ||
+	    mem_read(p, meta, j->meta, j->n_meta * 8)) {
+		free(j->pcs);
+		free(j->scopes);
+		free(j->meta);
+		j->pcs = j->scopes = NULL;
+		j->meta = NULL;
+		j->pcs_len = j->scopes_len = j->n_meta = 0;
+	}
+	return 0;
+}
+
+/*
+ * The methods active at @pcoff of @j, innermost first: (Method*, bci) pairs from the scope of
+ * the last PC descriptor at or before it; n = 0 when there is no debug information.
+ */
+static size_t jit_scopes(const struct hs_proc *p, const struct hs_jit *j, uint32_t pcoff,
+			 uint64_t *methods, uint32_t *bcis, size_t max)
+{
+	const struct op_hs_vm *vm = &p->vm;
+	int64_t best = -2;
+	uint32_t off = 0, limit = (uint32_t)j->scopes_len;
+	size_t n = 0;
+
+	for (size_t i = 0; i + vm->size_pcdesc <= j->pcs_len; i += vm->size_pcdesc) {
+		int32_t pc, so;
+
+		if (vm->pcdesc_pc + 4 > vm->size_pcdesc || vm->pcdesc_scope + 4 > vm->size_pcdesc)
+			return 0;
+		memcpy(&pc, j->pcs + i + vm->pcdesc_pc, 4);
+		memcpy(&so, j->pcs + i + vm->pcdesc_scope, 4);
+		if (pc >= best && pc <= (int64_t)pcoff) {
+			best = pc;
+			off = (uint32_t)so;
+			if (pc == (int64_t)pcoff)
+				break;
+		}
+	}
+	/* scopes point to their sender at a smaller offset: the chain ends */
+	while (off && off < limit && n < max) {
+		struct u5 r = { .b = j->scopes + off,
+				.n = j->scopes_len - off,
+				.x = p->unsigned5_x };
+		uint32_t next, midx, bci;
+
+		limit = off;
+		next = (uint32_t)u5_unsigned(&r);
+		midx = (uint32_t)u5_unsigned(&r);
+		bci = (uint32_t)u5_unsigned(&r);
+		if (r.bad)
+			break;
+		if (midx && midx <= j->n_meta && j->meta[midx - 1]) {
+			methods[n] = j->meta[midx - 1];
+			bcis[n] =
+				bci ? bci - 1 : 0; /* stored plus one (InvocationEntryBci is -1) */
+			n++;
+		}
+		off = next;
+	}
+	return n;
+}
+
+/* Copies of the strings handed out by the last symbolize() (cache entries may be evicted). */
+static void scratch_free(struct hotspot *h)
+{
+	for (size_t i = 0; i < h->n_scratch; i++)
+		free(h->scratch[i]);
+	h->n_scratch = 0;
+}
+
+static const char *scratch_dup(struct hotspot *h, const char *s)
+{
+	char *d;
+
+	if (!s || h->n_scratch >= sizeof(h->scratch) / sizeof(h->scratch[0]))
+		return NULL;
+	d = strdup(s);
+	if (d)
+		h->scratch[h->n_scratch++] = d;
+	return d;
+}
+
+static int symbolize_jit(struct hotspot *h, struct hs_proc *p, uint64_t blob, uint32_t pcoff,
+			 uint32_t cid, struct op_runtime_frame *out)
+{
+	size_t slot = (size_t)((blob >> 4) ^ cid) & (HS_JIT_CACHE - 1), n;
+	uint64_t methods[OP_MAX_INLINE];
+	uint32_t bcis[OP_MAX_INLINE];
+	struct hs_jit *j;
+	int err;
+
+	if (!p->jits) {
+		p->jits = calloc(HS_JIT_CACHE, sizeof(*p->jits));
+		if (!p->jits)
+			return -ENOMEM;
+	}
+	j = &p->jits[slot];
+	if (!j->used || j->blob != blob || j->compile_id != cid) {
+		jit_clear(j);
+		err = read_jit(p, blob, cid, j);
+		if (err) {
+			if (err == -ESTALE)
+				h->st.reasons[OP_HOTSPOT_STALE_METHOD]++;
+			jit_clear(j);
+			return err;
+		}
+		j->used = true;
+		j->blob = blob;
+		j->compile_id = cid;
+	}
+	n = jit_scopes(p, j, pcoff, methods, bcis, OP_MAX_INLINE);
+	if (!n) {
+		methods[0] = j->method;
+		bcis[0] = UINT32_MAX;
+		n = 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct hs_method *e;
+		uint64_t cm;
+
+		if (rd_u64(p, methods[i] + p->vm.method_const, &cm))
+			break;
+		e = cached(h, p, methods[i], (uint32_t)(cm >> 3), false);
+		if (!e)
+			break;
+		out->sym.lines[out->sym.n++] = (struct op_sym_line){
+			.name = scratch_dup(h, e->name),
+			.system_name = scratch_dup(h, e->system_name),
+			.file = scratch_dup(h, e->file),
+			.line = bcis[i] != UINT32_MAX ? line_of(e, bcis[i]) : 0,
+		};
+		if (!out->sym.lines[out->sym.n - 1].name) {
+			out->sym.n--;
+			break;
+		}
+	}
+	out->address = pcoff;
+	return out->sym.n ? 0 : -EIO;
+}
+
 static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 		     struct op_runtime_frame *out)
 {
 	struct hotspot *h = ctx;
 	struct hs_proc *p = *proc_slot(h, pid);
-	uint32_t sub = (uint32_t)(data >> 56), val = (uint32_t)(data >> 32) & 0xffff;
+	uint32_t sub = (uint32_t)(data >> 56), val = (uint32_t)(data >> 32) & 0xffffff;
 	uint32_t check = (uint32_t)data;
 	struct hs_method *e;
-	size_t slot;
-	int err;
 
 	out->sym.n = 0;
+	scratch_free(h);
 	if (!p || !p->ready)
 		return -ENOENT;
-	if (!p->cache) {
-		p->cache = calloc(HS_METHOD_CACHE, sizeof(*p->cache));
-		if (!p->cache)
-			return -ENOMEM;
-	}
-	slot = (size_t)((payload >> 3) ^ (payload >> 15) ^ check) & (HS_METHOD_CACHE - 1);
-	e = &p->cache[slot];
-	if (!e->used || e->payload != payload || e->check != check) {
-		method_clear(e);
-		err = sub == OP_HS_FRAME_STUB ? name_stub(p, payload, check, e)
-					      : name_method(p, payload, check, e);
-		if (err) {
-			if (err == -ESTALE)
-				h->st.reasons[OP_HOTSPOT_STALE_METHOD]++;
-			method_clear(e);
-			return err;
-		}
-		e->used = true;
-		e->payload = payload;
-		e->check = check;
-		h->st.named++;
-	}
+	if (sub == OP_HS_FRAME_COMPILED || sub == OP_HS_FRAME_NATIVE)
+		return symbolize_jit(h, p, payload, val, check, out);
+	e = cached(h, p, payload, check, sub == OP_HS_FRAME_STUB);
+	if (!e)
+		return -ENOENT;
 	out->sym.n = 1;
 	out->sym.lines[0] = (struct op_sym_line){
 		.name = e->name,
@@ -720,6 +981,7 @@ static void hotspot_free(void *ctx)
 		h->procs = p->next;
 		proc_free(p);
 	}
+	scratch_free(h);
 	free(h);
 }
 

@@ -55,6 +55,11 @@ struct op_hs_vm {
 	uint64_t blob_code_begin;  /* a pointer (JDK <= 22) ... */
 	uint64_t blob_code_offset; /* ... or an int offset from the blob (JDK 23+) */
 	uint64_t nmethod_method, nmethod_compile_id;
+	/* the debug information of compiled code (PC descriptors, scopes, metadata), optional */
+	uint64_t nm_metadata_off, nm_scopes_data_begin, nm_scopes_pcs_off, nm_deps_off; /* <= 22 */
+	uint64_t nm_immutable, nm_immutable_size, nm_scopes_data_off;			/* 23+ */
+	uint64_t blob_mutable, blob_mutable_size, blob_reloc_size;			/* 25+ */
+	uint64_t pcdesc_pc, pcdesc_scope, size_pcdesc;
 	uint64_t method_const, constmethod_constants, constmethod_code_size;
 	uint64_t constmethod_flags, constmethod_name_index, constmethod_sig_index;
 	uint64_t cpool_holder, cpool_source_file, iklass_source_file;

@@ -70,6 +70,7 @@ static struct sentry structs[] = {
 	{ "CodeBlob", "_frame_size", "int", 0, 28, NULL },
 	{ "CodeBlob", "_code_begin", "address", 0, 32, NULL },
 	{ "CompiledMethod", "_method", "Method*", 0, 112, NULL },
+	{ "nmethod", "_compile_id", "int", 0, 196, NULL },
 	{ "Method", "_constMethod", "ConstMethod*", 0, 8, NULL },
 	{ "ConstMethod", "_constants", "ConstantPool*", 0, 8, NULL },
 	{ "ConstMethod", "_name_index", "u2", 0, 42, NULL },
