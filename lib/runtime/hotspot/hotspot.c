@@ -814,10 +814,15 @@ static size_t jit_scopes(const struct hs_proc *p, const struct hs_jit *j, uint32
 			 uint64_t *methods, uint32_t *bcis, size_t max)
 {
 	const struct op_hs_vm *vm = &p->vm;
-	int64_t best = -2;
-	uint32_t off = 0, limit = (uint32_t)j->scopes_len;
+	int64_t before = -2, after = INT64_MAX;
+	uint32_t off = 0, off_before = 0, off_after = 0, limit = (uint32_t)j->scopes_len;
 	size_t n = 0;
 
+	/*
+	 * A return address has its descriptor at exactly its offset. A leaf's pc (inside a loop)
+	 * has none: the next descriptor (the loop's safepoint poll, a call) is in the same code
+	 * and scope far more often than the one before it, which may be the method's entry.
+	 */
 	for (size_t i = 0; i + vm->size_pcdesc <= j->pcs_len; i += vm->size_pcdesc) {
 		int32_t pc, so;
 
@@ -825,13 +830,17 @@ static size_t jit_scopes(const struct hs_proc *p, const struct hs_jit *j, uint32
 			return 0;
 		memcpy(&pc, j->pcs + i + vm->pcdesc_pc, 4);
 		memcpy(&so, j->pcs + i + vm->pcdesc_scope, 4);
-		if (pc >= best && pc <= (int64_t)pcoff) {
-			best = pc;
-			off = (uint32_t)so;
-			if (pc == (int64_t)pcoff)
-				break;
+		if (!so)
+			continue;
+		if (pc <= (int64_t)pcoff && pc >= before) {
+			before = pc;
+			off_before = (uint32_t)so;
+		} else if (pc > (int64_t)pcoff && pc < after) {
+			after = pc;
+			off_after = (uint32_t)so;
 		}
 	}
+	off = before == (int64_t)pcoff ? off_before : off_after ? off_after : off_before;
 	/* scopes point to their sender at a smaller offset: the chain ends */
 	while (off && off < limit && n < max) {
 		struct u5 r = { .b = j->scopes + off,
