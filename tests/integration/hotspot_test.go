@@ -34,7 +34,8 @@ func compileJava(t *testing.T) string {
 		t.Skipf("no JDK at %s (javac): the Java tests need it", jdks[0].home)
 	}
 	out := t.TempDir()
-	r := run(t, 2*time.Minute, javac, "-d", out, "../runtime/hotspot/HotMethods.java")
+	r := run(t, 2*time.Minute, javac, "-d", out, "../runtime/hotspot/HotMethods.java",
+		"../runtime/hotspot/ManyThreads.java")
 	if r.code != 0 {
 		t.Fatalf("javac: %s", r.stderr)
 	}
@@ -152,6 +153,54 @@ func TestHotSpotDeepStacks(t *testing.T) {
 			if share := 100 * float64(deep) / float64(hot); hot == 0 || share < 95 {
 				t.Errorf("%.1f%% of the stacks in heavy/light hold the 41 HotMethods.down "+
 					"frames, want >= 95%%", share)
+			}
+		})
+	}
+}
+
+// TestHotSpotManyThreads: 8 Java threads (started by the JVM: Thread.run under thread_entry,
+// thread_native_entry) doing the 2:1 work at once: every thread's stacks complete, the shares
+// over all of them right.
+func TestHotSpotManyThreads(t *testing.T) {
+	requireRoot(t)
+	classes := compileJava(t)
+	for _, j := range jdks {
+		t.Run("JDK"+j.name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(j.home, "bin", "java")); err != nil {
+				t.Skipf("JDK %s not installed at %s", j.name, j.home)
+			}
+			cmd := exec.Command(filepath.Join(j.home, "bin", "java"), "-cp", classes,
+				"ManyThreads", "60", "8")
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			time.Sleep(3 * time.Second)
+			p, _ := record(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499",
+				"--duration", "5")
+			var ss []*profile.Sample
+			threads := map[string]bool{}
+			for _, s := range samplesOf(p, cmd.Process.Pid) {
+				if v := s.Label["thread.name"]; len(v) > 0 && strings.HasPrefix(v[0], "worker-") {
+					ss = append(ss, s)
+					threads[v[0]] = true
+				}
+			}
+			if total(ss) < 300 || len(threads) < 8 {
+				t.Fatalf("%d samples of %d worker threads", total(ss), len(threads))
+			}
+			checkShares(t, ss, map[string]float64{
+				"HotMethods.heavy": 200.0 / 3,
+				"HotMethods.light": 100.0 / 3,
+			}, 3)
+			c := completeShare(t, ss, func(names []string) bool {
+				return contains(names, "java.lang.Thread.run") && len(names) > 0 &&
+					names[len(names)-1] == "clone3"
+			})
+			if c < 99 {
+				t.Errorf("%.2f%% of the workers' stacks reach Thread.run and clone3, want >= 99%%",
+					c)
 			}
 		})
 	}
