@@ -53,6 +53,14 @@ struct {
 	__type(value, __u64);
 } hotspot_errors SEC(".maps");
 
+/* A code blob's first bytes, read at once (a map value: the stack allows no unaligned reads) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[OP_HS_BLOB_HDR]);
+} hotspot_blob SEC(".maps");
+
 static __always_inline void hs_count(__u32 reason)
 {
 	__u64 *c = bpf_map_lookup_elem(&hotspot_errors, &reason);
@@ -275,26 +283,48 @@ static long hs_frame(__u64 index, void *arg)
 	__u64 blob, name = 0, code = 0, look;
 	__u32 tag = 0, fsize = 0;
 	__u16 complete = 0; /* an int in 17, an int16 in 25: the low half either way */
+	__u32 o, zero = 0;
+	__u8 *hdr = bpf_map_lookup_elem(&hotspot_blob, &zero);
 	int r;
 
 	look = k->leaf ? k->pc : k->pc - 1;
 	blob = hs_find_blob(hp, look);
-	if (!blob || hs_read(&name, 8, blob + hp->blob_name) || hs_read(&tag, 4, name) ||
-	    hs_read(&fsize, 4, blob + hp->blob_frame_size) ||
-	    hs_read(&complete, 2, blob + hp->blob_frame_complete)) {
+	/* the CodeBlob fields we need lie in its first OP_HS_BLOB_HDR bytes (lib/runtime/hotspot)
+	 */
+	if (!hdr)
+		return 1;
+	if (!blob || hs_read(hdr, OP_HS_BLOB_HDR, blob)) {
 		if (blob)
 			hs_count(OP_HS_ERR_READ);
 		k->state = k->first ? HS_ENTRY : HS_ERR;
 		return 1;
 	}
+	o = hp->blob_name;
+	if (o > OP_HS_BLOB_HDR - 8)
+		goto bad;
+	name = *(__u64 *)(hdr + o);
+	o = hp->blob_frame_size;
+	if (o > OP_HS_BLOB_HDR - 4)
+		goto bad;
+	fsize = *(__u32 *)(hdr + o);
+	o = hp->blob_frame_complete;
+	if (o > OP_HS_BLOB_HDR - 2)
+		goto bad;
+	complete = *(__u16 *)(hdr + o);
+	o = hp->blob_code;
+	if (o > OP_HS_BLOB_HDR - 8)
+		goto bad;
 	if (hp->code_is_offset) {
-		__u32 off = 0;
+		__u32 off = *(__u32 *)(hdr + o);
 
-		if (hs_read(&off, 4, blob + hp->blob_code))
-			off = 0;
 		code = off ? blob + off : 0;
-	} else if (hs_read(&code, 8, blob + hp->blob_code)) {
-		code = 0;
+	} else {
+		code = *(__u64 *)(hdr + o);
+	}
+	if (hs_read(&tag, 4, name)) {
+		hs_count(OP_HS_ERR_READ);
+		k->state = k->first ? HS_ENTRY : HS_ERR;
+		return 1;
 	}
 	fsize = fsize * 8;
 	if (fsize > 0x100000)
@@ -331,6 +361,9 @@ static long hs_frame(__u64 index, void *arg)
 		return 1;
 	}
 	return 0;
+bad:
+	k->state = k->first ? HS_ENTRY : HS_ERR;
+	return 1;
 }
 
 static __always_inline int hotspot_walk(void *ctx, void *progs, struct op_rt_walk *w)

@@ -8,6 +8,8 @@
 #define OTELPROF_HOTSPOT_H
 
 #define OP_HS_MAX_HEAPS 4
+/* the CodeBlob fields the walk reads lie within its first bytes: read at once */
+#define OP_HS_BLOB_HDR 128
 
 struct op_hs_heap {
 	__u64 start, end; /* the heap's reserved range (VirtualSpace low/high boundary) */

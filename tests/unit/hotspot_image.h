@@ -104,8 +104,8 @@ static inline void hs_img_jdk17(struct hs_img *im)
 	hs_img_field(im, "CodeHeap", "_log2_segment_size", false, 176);
 	hs_img_field(im, "VirtualSpace", "_low_boundary", false, 0);
 	hs_img_field(im, "VirtualSpace", "_high_boundary", false, 8);
-	hs_img_field(im, "CodeBlob", "_name", false, 8);
-	hs_img_field(im, "CodeBlob", "_frame_complete_offset", false, 24);
+	hs_img_field(im, "CodeBlob", "_name", false, 96);
+	hs_img_field(im, "CodeBlob", "_frame_complete_offset", false, 20);
 	hs_img_field(im, "CodeBlob", "_frame_size", false, 28);
 	hs_img_field(im, "CodeBlob", "_code_begin", false, 32);
 	hs_img_field(im, "CompiledMethod", "_method", false, 112);

@@ -290,6 +290,9 @@ static int bpf_layout(struct hs_proc *p)
 	bool off = vm->blob_code_begin == OP_HS_UNSET;
 	uint64_t code = off ? vm->blob_code_offset : vm->blob_code_begin;
 
+	if (vm->blob_name + 8 > OP_HS_BLOB_HDR || vm->blob_frame_size + 4 > OP_HS_BLOB_HDR ||
+	    vm->blob_frame_complete + 2 > OP_HS_BLOB_HDR || code + 8 > OP_HS_BLOB_HDR)
+		return -ENOTSUP; /* the walk reads them from the blob's first bytes at once */
 	if (!fits16(vm->blob_name) || !fits16(vm->blob_frame_complete) ||
 	    !fits16(vm->blob_frame_size) || !fits16(code) || !fits16(vm->nmethod_method) ||
 	    !fits16(vm->nmethod_compile_id) || !fits16(vm->method_const) ||
@@ -355,6 +358,14 @@ static int proc_read(struct hotspot *h, struct hs_proc *p, const struct op_runti
 	}
 	if (bpf_layout(p)) {
 		h->st.reasons[OP_HOTSPOT_UNKNOWN_LAYOUT]++;
+		op_info("hotspot: pid %d: CodeBlob fields beyond what the walk reads (name %llu, "
+			"frame size %llu, frame complete %llu, code %llu/%llu): its Java frames "
+			"stay native",
+			p->pid, (unsigned long long)p->vm.blob_name,
+			(unsigned long long)p->vm.blob_frame_size,
+			(unsigned long long)p->vm.blob_frame_complete,
+			(unsigned long long)p->vm.blob_code_begin,
+			(unsigned long long)p->vm.blob_code_offset);
 		return -ENOTSUP;
 	}
 	if (p->vm.vm_major != OP_HS_UNSET)
