@@ -106,7 +106,7 @@ def under_otelprof(ctx, home, classes, secs, workdir, whole=False):
     """Summary of the main thread's samples and BPF ns: per sample of the JVM (--pid: the
     early exits of other processes' events included, so an upper bound), or per event of the
     whole system (whole)."""
-    w = start_java(home, classes, secs + WARMUP_S + 5)
+    w = start_java(home, classes, secs + WARMUP_S + 60)  # killed when done
     time.sleep(WARMUP_S)
     out = os.path.join(workdir, "hotspot-otelprof.pb.gz")
     cli = os.path.join(ctx["BUILD"], "otelprof")
@@ -142,7 +142,7 @@ def under_upstream(ctx, home, classes, secs, workdir):
     if up.wait_ready() is None:
         up.stop()
         return None
-    w = start_java(home, classes, secs + WARMUP_S + 5)
+    w = start_java(home, classes, secs + WARMUP_S + 60)  # killed when done
     time.sleep(WARMUP_S)
     progs0, _ = ctx["bpf_snapshot"]([up.proc.pid])
     time.sleep(secs)
