@@ -176,6 +176,17 @@ $(BUILD)/workloads/%-lld: tests/workloads/%.c
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -fuse-ld=lld -o $@ $< $(WORKLOAD_FLAGS)
+# preload/alloc.c: the in-process allocation sampler (README "Memory allocations"), standalone.
+PRELOAD_SO := $(BUILD)/libotelprof_alloc.so
+$(PRELOAD_SO): preload/alloc.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -g -fPIC -shared -fno-ipa-icf -Wall -Wextra -Werror -o $@ $<
+# The allocation workload linked with jemalloc (libjemalloc-dev): the second allocator probed.
+$(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c
+	$(call msg,CCLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -fno-omit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS) -ljemalloc
 # tests/workloads/lib/NAME.c: shared libraries workloads dlopen, built as libNAME.so and
 # libNAME-nofp.so next to them.
 WORKLOAD_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
@@ -198,10 +209,10 @@ include collector-config/collector.mk
 # ---------------------------------------------------------------- top-level targets
 .PHONY: all lib cli test test-unit run bench lint clean fuzz
 all: lib cli $(COLLECTOR)
-lib: $(LIB_SO) $(LIB_A)
+lib: $(LIB_SO) $(LIB_A) $(PRELOAD_SO)
 cli: $(CLI)
 test-bins: lib cli $(UNIT_BINS) $(FIXTURE_BINS) $(WORKLOADS) $(WORKLOADS_NOFP) $(WORKLOADS_LLD) \
-	$(WORKLOAD_LIBS)
+	$(WORKLOAD_LIBS) $(BUILD)/workloads/alloc-jemalloc
 
 test: test-bins $(COLLECTOR)
 	$(Q)BUILD=$(abspath $(BUILD)) ./tests/run.sh
@@ -217,6 +228,11 @@ bench: test-bins $(COLLECTOR)
 
 lint: $(GENERATED)
 	$(Q)./scripts/lint.sh
+
+# Grafana Pyroscope for tests/integration/pyroscope_test.go (issue 18), cached in $(BUILD)/tools
+.PHONY: pyroscope
+pyroscope:
+	$(Q)BUILD=$(abspath $(BUILD)) ./scripts/build-pyroscope.sh >/dev/null
 
 clean:
 	rm -rf $(BUILD)

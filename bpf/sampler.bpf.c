@@ -20,6 +20,7 @@
 #include "otelprof.h"
 #include "sample/record.bpf.h"
 #include "sample/offcpu.bpf.h"
+#include "sample/alloc.bpf.h"
 #include "unwind/fp.bpf.h"
 #include "unwind/native.bpf.h"
 #include "unwind/runtime.bpf.h"
@@ -31,6 +32,14 @@ char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
 OP_RUNTIME_PROGRAM(hotspot, cpu, OP_CHAIN_CPU, "perf_event")
+
+/*
+ * Drop-in for the upstream receiver (issue 22): record the idle task's samples (its kernel
+ * stack) instead of counting them (send_idle_frames), and the switch probabilistic profiling
+ * flips from user space at each interval (lib/sample/sampler.c, op_sampler_pause()).
+ */
+const volatile bool idle_frames = false;
+volatile bool sampling_paused = false;
 
 /* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
 static __always_inline void read_labels(struct op_trace *t, struct task_struct *task)
@@ -67,7 +76,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	bool refresh = false;
 	long n;
 
-	if (pid == 0) {
+	if (sampling_paused)
+		return 0;
+	if (pid == 0 && !idle_frames) {
 		count(OP_CNT_IDLE);
 		return 0;
 	}
@@ -183,6 +194,205 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	regs.bp = uregs.bp;
 	t->n_user = walk_frame_pointers(t, t->n_kernel, &regs);
 	return submit_trace(t, true);
+}
+
+/*
+ * Probe links (issue 22, the upstream receiver's probe_links): a uprobe or uretprobe on a
+ * traced function; each hit is a sample of the stack at that point (events/count). Attached
+ * by lib/sample/sampler.c, loaded only when links are configured.
+ */
+OP_UNWIND_CHAIN(probe, "uprobe", OP_CHAIN_PROBE)
+
+SEC("uprobe")
+int on_probe(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_PROBE;
+	struct op_unwind_proc *proc;
+	struct user_regs regs;
+	struct op_trace *t;
+
+	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) {
+		count(OP_CNT_FILTERED);
+		return 0;
+	}
+	t = bpf_map_lookup_elem(&scratch, &chain);
+	if (!t)
+		return 0;
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = pid;
+	t->tid = (__u32)pid_tgid;
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = bpf_ktime_get_ns();
+	t->flags = 0;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->origin = OP_ORIGIN_PROBE;
+	t->state = OP_STATE_NONE;
+	t->value = 1;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	t->n_kernel = 0;
+	t->n_user = 0;
+	read_labels(t, bpf_get_current_task_btf());
+	/* the user registers at the probed instruction: the leaf is the traced function */
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (proc) {
+		struct walk_ctx w = { .t = t, .proc = proc };
+
+		w.s = unwind_begin(t, OP_CHAIN_PROBE);
+		if (w.s) {
+			unwind_leaf_regs_pt(w.s, ctx);
+			return walk_and_submit(ctx, &probe_progs, &w);
+		}
+	}
+	regs.ip = PT_REGS_IP(ctx);
+	regs.sp = PT_REGS_SP(ctx);
+	regs.bp = ctx->bp;
+	t->n_user = walk_frame_pointers(t, 0, &regs);
+	return submit_trace(t, true);
+}
+
+/*
+ * Allocations (sample/alloc.bpf.h): entry programs decide the sample by bytes, alloc_ret takes
+ * the address and the caller's stack. lib/sample/alloc.c attaches them by symbol.
+ */
+SEC("uprobe")
+int BPF_KPROBE(alloc_malloc, __u64 size)
+{
+	alloc_enter(size, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_calloc, __u64 n, __u64 size)
+{
+	__u64 max = ~0ull;
+
+	/* an overflowing calloc fails: nothing to record (the barrier keeps clang from turning
+	 * the test into a 128-bit multiplication BPF does not have) */
+	asm volatile("" : "+r"(max));
+	if (!size || n <= max / size)
+		alloc_enter(n * size, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_realloc, __u64 ptr, __u64 size)
+{
+	alloc_release(ptr); /* moved or not, the old block ends; the new one is drawn afresh */
+	alloc_enter(size, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_aligned, __u64 align, __u64 size) /* aligned_alloc, memalign */
+{
+	alloc_enter(size, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_posix_memalign, __u64 memptr, __u64 align, __u64 size)
+{
+	alloc_enter(size, memptr);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_free, __u64 ptr)
+{
+	alloc_release(ptr);
+	return 0;
+}
+
+OP_UNWIND_CHAIN(alloc, "uretprobe", OP_CHAIN_ALLOC)
+
+/* Send the sampled allocation @addr of @size bytes with the stack of the registers @ctx. */
+static __always_inline int alloc_submit(struct pt_regs *ctx, __u64 addr, __u64 size, __u64 mean,
+					__u32 flags, __u64 now)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_ALLOC;
+	struct op_unwind_proc *proc;
+	struct user_regs regs;
+	struct op_trace *t;
+
+	t = bpf_map_lookup_elem(&scratch, &chain);
+	if (!t)
+		return 0;
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = pid;
+	t->tid = (__u32)pid_tgid;
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = now;
+	t->flags = flags;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->origin = OP_ORIGIN_ALLOC;
+	t->state = OP_STATE_NONE;
+	t->value = size;
+	t->addr = addr;
+	t->mean = mean;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	t->n_kernel = 0;
+	t->n_user = 0;
+	read_labels(t, bpf_get_current_task_btf());
+	/* the registers as the allocator returned: the leaf is its caller, at the call site */
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (proc) {
+		struct walk_ctx w = { .t = t, .proc = proc };
+
+		w.s = unwind_begin(t, OP_CHAIN_ALLOC);
+		if (w.s) {
+			unwind_leaf_regs_pt(w.s, ctx);
+			return walk_and_submit(ctx, &alloc_progs, &w);
+		}
+	}
+	regs.ip = PT_REGS_IP(ctx);
+	regs.sp = PT_REGS_SP(ctx);
+	regs.bp = ctx->bp;
+	t->n_user = walk_frame_pointers(t, 0, &regs);
+	return submit_trace(t, true);
+}
+
+SEC("uretprobe")
+int alloc_ret(struct pt_regs *ctx)
+{
+	__u64 addr, size, now = bpf_ktime_get_ns();
+	bool tracked;
+
+	if (!alloc_returned(PT_REGS_RC(ctx), &addr, &size, &tracked))
+		return 0;
+	return alloc_submit(ctx, addr, size, 0, tracked ? 0 : OP_TRACE_ALLOC_NOTRACK, now);
+}
+
+/*
+ * In-process sampling (preload/alloc.c): libotelprof_alloc.so calls otelprof_alloc_sampled()
+ * for the allocations it sampled and otelprof_alloc_freed() for their frees; these are the
+ * uprobes on them. Its process is noted so that the allocator probes leave it alone.
+ */
+SEC("uprobe")
+int BPF_KPROBE(alloc_pre_sampled, __u64 addr, __u64 size, __u64 mean, int tracked)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now = bpf_ktime_get_ns();
+	__u8 one = 1;
+
+	if (!bpf_map_lookup_elem(&alloc_preload_pids, &pid))
+		bpf_map_update_elem(&alloc_preload_pids, &pid, &one, BPF_ANY);
+	if (!addr || !size || (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)))
+		return 0;
+	count(OP_CNT_ALLOCS);
+	return alloc_submit(ctx, addr, size, mean ? mean : 1,
+			    OP_TRACE_ALLOC_PRELOAD | (tracked ? 0 : OP_TRACE_ALLOC_NOTRACK), now);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_pre_freed, __u64 addr)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	if (addr && (!filter_pids || bpf_map_lookup_elem(&target_pids, &pid)))
+		alloc_send_free(addr);
+	return 0;
 }
 
 static __always_inline void send_proc_event(__u32 type, struct task_struct *task)

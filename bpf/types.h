@@ -61,6 +61,7 @@ enum op_event_type {
 	OP_EV_EXEC = 2,
 	OP_EV_EXIT = 3,
 	OP_EV_OFFCPU_END = 4, /* struct op_offcpu_end: a thread that left the CPU is back */
+	OP_EV_ALLOC_FREE = 5, /* struct op_alloc_free: a sampled allocation was freed */
 };
 
 /*
@@ -141,6 +142,8 @@ struct op_label_proc {
 #define OP_TRACE_USER_TRUNCATED (1u << 0) /* more user frames than OP_MAX_USER_FRAMES */
 #define OP_TRACE_KERNEL_MODE	(1u << 1) /* sample interrupted kernel code */
 #define OP_TRACE_OFFCPU_PENDING (1u << 2) /* off-CPU: its duration comes in an op_offcpu_end */
+#define OP_TRACE_ALLOC_NOTRACK	(1u << 3) /* alloc: no room in the in-use map, its free unseen */
+#define OP_TRACE_ALLOC_PRELOAD	(1u << 4) /* alloc: sampled in-process (libotelprof_alloc.so) */
 
 /* Indices of the per-CPU counters map (sampler.bpf.c `counters`). */
 enum op_counter {
@@ -151,6 +154,10 @@ enum op_counter {
 	OP_CNT_OFFCPU_OUT = 4,	 /* off-CPU: switch-outs sampled (stack taken) */
 	OP_CNT_OFFCPU_IN = 5,	 /* off-CPU: sampled threads switched in again (interval sent) */
 	OP_CNT_OFFCPU_FULL = 6,	 /* off-CPU: a sampled switch-out found no room to note its time */
+	OP_CNT_ALLOCS = 8,	 /* alloc: allocator calls sampled (their return awaited) */
+	OP_CNT_ALLOC_FAIL = 9,	 /* alloc: sampled calls that returned no memory */
+	OP_CNT_ALLOC_FULL = 10,	 /* alloc: sampled allocations the in-use map had no room for */
+	OP_CNT_FREES = 11,	 /* alloc: frees of sampled allocations (sent to user space) */
 	OP_CNT_UNWIND_BASE = 16, /* + enum otelprof_unwind_error */
 	OP_CNT_MAX = 32,
 };
@@ -174,6 +181,21 @@ struct op_offcpu_end {
 };
 
 /*
+ * Allocations: a sampled allocation (a trace with origin OP_ORIGIN_ALLOC, value = its size,
+ * addr = the address returned) is freed: @hdr.pid's @addr. Sent only for addresses in the
+ * in-use map, so only for allocations user space was told about.
+ */
+#define OP_ALLOC_EXP_SLOTS 4096 /* the exponential draw's table (alloc_exp) */
+
+struct op_alloc_free {
+	struct op_event_hdr hdr;
+	__u32 tid;
+	__u32 pad;
+	__u64 ktime_ns;
+	__u64 addr;
+};
+
+/*
  * One sample. Variable length on the ring buffer: only frames[0 .. n_kernel + n_user) are
  * sent; kernel frames come first, then user frame slots (see OP_FRAME_TAG), each leaf first.
  * Native user frames are return addresses except frames[n_kernel] (the interrupted PC).
@@ -192,6 +214,8 @@ struct op_trace {
 	__u8 state;	    /* off-CPU: enum op_thread_state */
 	__u16 ctx_len;	    /* bytes of struct op_labels sent right after the frames, 0: none */
 	__u64 value;	    /* see enum op_trace_origin */
+	__u64 addr;	    /* alloc: the address the allocator returned */
+	__u64 mean;	    /* alloc: the mean it was sampled at; 0: the agent's own */
 	__u8 comm[OP_COMM_LEN];
 	/* frames, then room for the context blob once it is moved after the last frame */
 	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + OP_CTX_SLOTS];

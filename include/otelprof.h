@@ -130,6 +130,13 @@ OTELPROF_API otelprof_log_fn otelprof_set_log(otelprof_log_fn fn, void *ctx,
 #define OTELPROF_DEFAULT_FREQUENCY 20
 #define OTELPROF_MAX_FREQUENCY	   10000
 
+/* A traced function (struct otelprof_opts.probes). */
+struct otelprof_probe {
+	const char *binary; /* path of the executable or library */
+	const char *symbol; /* its function, by ELF symbol name */
+	bool ret;	    /* on return (uretprobe) instead of entry */
+};
+
 /*
  * struct otelprof_opts - options for otelprof_open(). Set @sz to sizeof(struct otelprof_opts)
  * (OTELPROF_OPTS_INIT does it); zero fields take defaults. A larger @sz from a newer caller is
@@ -157,7 +164,62 @@ struct otelprof_opts {
 	 * weighted by 1/probability so that sums estimate the whole off-CPU time.
 	 */
 	double off_cpu_threshold;
+
+	/*
+	 * Drop-in for the upstream receiver (issue 22). Callers whose @sz ends before these
+	 * fields do not set them; zero keeps the behaviour above.
+	 *
+	 * @runtimes_off: comma-separated names of language runtimes (struct op_runtime.name:
+	 * "golabels", "customlabels", "python", "v8", "hotspot", ...) not to start - the
+	 * upstream receiver's `tracers` without them. NULL = every runtime compiled in.
+	 * @include_env_vars: comma-separated names of environment variables read from each
+	 * process and added to its resource attributes as process.environment_variable.<NAME>.
+	 * @probabilistic_threshold, @probabilistic_interval_ns: probabilistic profiling; at the
+	 * start of each interval a random number 0..99 below the threshold turns sampling on for
+	 * that interval, otherwise off. Threshold 0 (or >= 100) = always on.
+	 * @no_error_frames: no "[unwind error: reason]" marker frame at the end of stacks whose
+	 * walk failed (the counters still count them).
+	 * @idle_frames: record samples of the idle task (pid 0, its kernel stack) instead of
+	 * only counting them.
+	 * @clock_sync_interval_ns: how often the offset between the monotonic clock (sample
+	 * times in the kernel) and the wall clock (times in profiles) is measured again, so that
+	 * a wall clock stepped by NTP shows in sample times; 0 = once, at start.
+	 */
+	const char *runtimes_off;
+	const char *include_env_vars;
+	unsigned int probabilistic_threshold;
+	uint64_t probabilistic_interval_ns;
+	bool no_error_frames;
+	bool idle_frames;
+	uint64_t clock_sync_interval_ns;
+	/*
+	 * @probes, @probe_cnt: functions whose every call (or return, @ret) is a sample of the
+	 * stack at that point - the upstream receiver's probe_links `uprobe:<binary>:<symbol>`
+	 * (`uretprobe:` sets @ret). In every process that maps @binary (or only the target pids).
+	 * Their samples form a profile of their own per process, sample type events/count.
+	 */
+	const struct otelprof_probe *probes;
+	size_t probe_cnt;
+	/*
+	 * @runtimes_wanted: comma-separated runtime names the user asked for by name (the
+	 * upstream `tracers`); one this library does not have is warned about once at open.
+	 */
+	const char *runtimes_wanted;
+	/*
+	 * Memory allocation profiling (callers whose @sz ends before these fields do not set
+	 * them): uprobes on the processes' allocator (glibc, jemalloc, tcmalloc, mimalloc)
+	 * sample allocations by bytes, one after an exponentially distributed byte count of mean
+	 * @alloc_mean_bytes per thread (as Go and tcmalloc do), and track the sampled addresses
+	 * until freed. 0 = off (the default); OTELPROF_ALLOC_DEFAULT_MEAN is 512 KiB. Profiles
+	 * get alloc_objects/count, alloc_space/bytes, inuse_objects/count, inuse_space/bytes,
+	 * estimates of the whole. @alloc_inuse_max bounds the sampled allocations tracked
+	 * (0 = 65536; more are reported as allocated and counted in alloc_untracked).
+	 */
+	uint64_t alloc_mean_bytes;
+	uint32_t alloc_inuse_max;
 };
+
+#define OTELPROF_ALLOC_DEFAULT_MEAN (512u << 10)
 
 #define OTELPROF_OPTS_INIT                         \
 	{                                          \
@@ -262,6 +324,29 @@ struct otelprof_stats {
 	 */
 	uint64_t off_cpu_intervals;
 	uint64_t off_cpu_unpaired;
+	/*
+	 * Probabilistic profiling (issue 22): intervals begun, and of them those with sampling
+	 * on. Both 0 when it is off.
+	 */
+	uint64_t prob_intervals;
+	uint64_t prob_intervals_on;
+	/*
+	 * Binaries (executables, libraries) open in the file cache now, and bytes of records
+	 * the reader has queued that the symbolizer has not handled yet (its backlog).
+	 */
+	uint64_t binaries;
+	uint64_t symbolize_backlog_bytes;
+	/*
+	 * Allocations: sampled allocations recorded; frees of them seen; sampled allocations not
+	 * tracked until freed (the in-use map was full: in alloc_* only); frees of an address
+	 * user space did not know (its allocation's record was lost or came late); sampled calls
+	 * that returned no memory (enormous sizes: nothing recorded).
+	 */
+	uint64_t alloc_samples;
+	uint64_t alloc_frees;
+	uint64_t alloc_untracked;
+	uint64_t alloc_unpaired_frees;
+	uint64_t alloc_failed;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

@@ -4,6 +4,7 @@
  * kernel symbols and the profile being gathered; a reader thread turns ring buffer records
  * into samples of that profile; otelprof_collect() encodes and resets it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "profile/links.h"
 #include "profile/profile.h"
 #include "sample/sampler.h"
+#include "sample/alloc.h"
 #include "symbol/ksyms.h"
 #include "symbol/symbolize.h"
 #include "runtime/customlabels/customlabels.h"
@@ -41,6 +43,32 @@ struct offcpu_pending {
 	uint32_t tid; /* 0: free */
 	uint32_t size;
 	struct op_trace *rec;
+};
+
+/*
+ * Allocations: sampled allocations not freed yet, by (pid, address), each with its trace (the
+ * in-use profile is their snapshot at each collect). Chained hash, ALLOC_BUCKETS heads.
+ */
+#define ALLOC_BUCKETS 65536
+/* Frees that came before their allocation's record (it walks its stack first): a short memory. */
+#define ALLOC_EARLY_FREES 256
+
+struct alloc_live {
+	struct alloc_live *next;
+	uint32_t pid;
+	uint32_t size; /* of rec */
+	uint64_t addr;
+	struct op_trace *rec;
+};
+
+struct alloc_state {
+	struct op_alloc_probes *probes;
+	struct alloc_live **live;
+	size_t n_live;
+	struct op_alloc_free early[ALLOC_EARLY_FREES];
+	unsigned int early_next;
+	uint64_t rng;
+	bool snapshot_in_profile; /* a collect whose encoding failed kept it: not twice */
 };
 
 /* Samples gathered between two collects beyond which new ones are dropped (and counted). */
@@ -104,6 +132,15 @@ struct otelprof {
 
 	/* off-CPU stacks waiting for the end of their interval, by tid (under lock) */
 	struct offcpu_pending *pending;
+	/* allocations (under lock; the probes under state_lock) */
+	struct alloc_state alloc;
+
+	/* issue 22: copies of the option strings; probabilistic profiling (reader thread) */
+	char *runtimes_off, *env_vars, *runtimes_wanted;
+	struct otelprof_probe *probes; /* deep copy of opts.probes */
+	uint64_t prob_next_ns;	       /* CLOCK_MONOTONIC start of the next interval; 0 = off */
+	uint64_t clock_next_ns;	       /* CLOCK_MONOTONIC time of the next clock sync; 0 = never */
+	unsigned int prob_seed;
 
 	pthread_mutex_t state_lock; /* serialises start/stop */
 	pthread_t reader;
@@ -288,6 +325,33 @@ defaults:
 		       out->off_cpu_threshold);
 		return -OTELPROF_ERR_OPTS;
 	}
+	if (out->probabilistic_threshold && out->probabilistic_threshold < 100 &&
+	    !out->probabilistic_interval_ns) {
+		op_err("invalid options: probabilistic_threshold %u needs a "
+		       "probabilistic_interval_ns "
+		       "(the length of the intervals sampling is on or off), got 0",
+		       out->probabilistic_threshold);
+		return -OTELPROF_ERR_OPTS;
+	}
+	if (out->probe_cnt && !out->probes) {
+		op_err("invalid options: probe_cnt is %zu but probes is NULL", out->probe_cnt);
+		return -OTELPROF_ERR_OPTS;
+	}
+	for (size_t i = 0; i < out->probe_cnt; i++) {
+		if (!out->probes[i].binary || !*out->probes[i].binary || !out->probes[i].symbol ||
+		    !*out->probes[i].symbol) {
+			op_err("invalid probe %zu: it needs a binary and a symbol "
+			       "(uprobe:<binary>:<symbol>)",
+			       i);
+			return -OTELPROF_ERR_OPTS;
+		}
+	}
+	if (out->alloc_inuse_max > (1u << 24)) {
+		op_err("invalid alloc_inuse_max %u: at most %u sampled allocations tracked (0 for "
+		       "the default 65536)",
+		       out->alloc_inuse_max, 1u << 24);
+		return -OTELPROF_ERR_OPTS;
+	}
 	if (out->pid_cnt > OP_MAX_TARGET_PIDS) {
 		op_err("too many target pids (%zu): at most %d", out->pid_cnt, OP_MAX_TARGET_PIDS);
 		return -OTELPROF_ERR_OPTS;
@@ -339,6 +403,22 @@ static const struct {
 	{ NULL, NULL, false },
 };
 
+/* Is @name one of the comma-separated names in @list (NULL: none)? */
+static bool name_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *s = list; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+
+		if (l == n && !memcmp(s, name, n))
+			return true;
+		s += l + (e != NULL);
+	}
+	return false;
+}
+
 static void runtimes_open(struct otelprof *p)
 {
 	struct op_runtime_env env = { op_sampler_skel(p->sampler), p->files };
@@ -350,6 +430,12 @@ static void runtimes_open(struct otelprof *p)
 		if (runtime_ctors[i].labels && (p->flags & OTELPROF_F_NO_LABELS))
 			continue;
 		rt = runtime_ctors[i].make(&env);
+		if (rt && name_listed(p->runtimes_off, rt->name)) {
+			op_info("runtime %s off (not in the tracers)", rt->name);
+			if (rt->free)
+				rt->free(rt->ctx);
+			continue;
+		}
 		if (!rt) {
 			op_warn("%s unavailable (frames stay native, labels unread): %s",
 				runtime_ctors[i].name, strerror(errno));
@@ -364,6 +450,26 @@ static void runtimes_open(struct otelprof *p)
 			continue;
 		}
 		p->runtimes[rt->kind] = rt;
+	}
+}
+
+/* A runtime asked for by name that this library does not have (or that did not start). */
+static void runtimes_check_wanted(struct otelprof *p)
+{
+	for (const char *s = p->runtimes_wanted; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+		bool have = false;
+
+		for (int k = 0; k < OP_RUNTIME_MAX && !have; k++)
+			have = p->runtimes[k] && strlen(p->runtimes[k]->name) == l &&
+			       !memcmp(p->runtimes[k]->name, s, l);
+		if (!have && l)
+			op_warn("tracers: %.*s is named but not running in this library (not built "
+				"in, "
+				"or unavailable: see above); its code shows as native frames",
+				(int)l, s);
+		s += l + (e != NULL);
 	}
 }
 
@@ -649,7 +755,36 @@ static void parse_labels(const struct op_trace *t, const uint8_t *blob, size_t a
 	}
 }
 
-static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t size)
+/*
+ * Leading frames of an allocation sampled in-process that are the sampler's own
+ * (libotelprof_alloc.so: its marker, its malloc): the stack starts at the caller, as the
+ * allocator probes' stacks do.
+ */
+static size_t alloc_preload_frames(struct op_proc *proc, const struct op_trace *t)
+{
+	size_t i;
+
+	if (t->origin != OP_ORIGIN_ALLOC || !(t->flags & OP_TRACE_ALLOC_PRELOAD) || !proc)
+		return 0;
+	for (i = 0; i + 1 < t->n_user; i++) {
+		uint64_t pc = t->frames[t->n_kernel + i];
+		struct op_vma *v;
+
+		if (OP_FRAME_KIND(pc))
+			break;
+		v = op_proc_find_vma(proc, i ? pc - 1 : pc);
+		if (!v || !op_alloc_is_preload(v->path))
+			break;
+	}
+	return i;
+}
+
+/*
+ * Add the trace @t as @n_kinds samples, one of each kinds[i] with values[i] (CPU and off-CPU
+ * traces: one, of the kind their origin says, with their own value).
+ */
+static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t size,
+			    const enum op_sample_kind *kinds, const int64_t *values, size_t n_kinds)
 {
 	uint32_t locs[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + 2];
 	size_t nk = t->n_kernel, nu = t->n_user, n = 0;
@@ -678,7 +813,7 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 
 	for (size_t i = off_cpu_kernel_start(p, t); i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
-	for (size_t i = 0; i < nu; i++) {
+	for (size_t i = alloc_preload_frames(proc, t); i < nu; i++) {
 		uint64_t slot = t->frames[nk + i];
 		unsigned int kind = OP_FRAME_KIND(slot);
 
@@ -691,7 +826,9 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 			i++;
 		}
 	}
-	if (t->flags & OP_TRACE_USER_TRUNCATED)
+	if (p->opts.no_error_frames)
+		; /* send_error_frames off: the stack ends at its last good frame */
+	else if (t->flags & OP_TRACE_USER_TRUNCATED)
 		locs[n++] = marker_location(p, "[truncated]");
 	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
 		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS) {
@@ -727,8 +864,6 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.tid = t->tid,
 		.thread_name = thread,
 		.cpu = t->cpu,
-		.kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU : OP_SAMPLE_CPU,
-		.value = (int64_t)t->value,
 		.thread_state = t->origin == OP_ORIGIN_OFF_CPU ? thread_state_name(t->state) : NULL,
 		.timestamp_ns = t->ktime_ns + p->mono_to_unix_ns,
 		.labels = tl.kv,
@@ -736,12 +871,233 @@ static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t si
 		.trace_id = tl.has_trace && tl.has_span ? tl.trace_id : NULL,
 		.span_id = tl.has_trace && tl.has_span ? tl.span_id : NULL,
 	};
-	if (op_profile_add_sample(p->profile, &sd))
-		p->stats.dropped++;
-	else if (sd.kind == OP_SAMPLE_OFF_CPU)
-		p->stats.off_cpu_intervals++;
-	else
-		p->stats.samples++;
+	for (size_t k = 0; k < n_kinds; k++) {
+		sd.kind = kinds[k];
+		sd.value = values[k];
+		if (op_profile_add_sample(p->profile, &sd))
+			p->stats.dropped++;
+		else if (sd.kind == OP_SAMPLE_OFF_CPU)
+			p->stats.off_cpu_intervals++;
+		else if (sd.kind == OP_SAMPLE_CPU)
+			p->stats.samples++;
+	}
+}
+
+static void handle_trace(struct otelprof *p, const struct op_trace *t, size_t size)
+{
+	enum op_sample_kind kind = t->origin == OP_ORIGIN_OFF_CPU ? OP_SAMPLE_OFF_CPU
+				   : t->origin == OP_ORIGIN_PROBE ? OP_SAMPLE_PROBE
+								  : OP_SAMPLE_CPU;
+	int64_t value = (int64_t)t->value;
+
+	handle_trace_as(p, t, size, &kind, &value, 1);
+}
+
+/* ------------------------------------------------------------------ allocations */
+
+static uint32_t alloc_bucket(uint32_t pid, uint64_t addr)
+{
+	uint64_t h = (addr >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)pid * 0xc2b2ae3d27d4eb4full;
+
+	return (uint32_t)(h >> 40) % ALLOC_BUCKETS;
+}
+
+/* An unbiased integer for @x: floor(x), plus 1 with probability frac(x). */
+static int64_t alloc_round(struct otelprof *p, double x)
+{
+	int64_t n = (int64_t)x;
+
+	p->alloc.rng = p->alloc.rng * 6364136223846793005ull + 1442695040888963407ull;
+	return n + ((double)(p->alloc.rng >> 11) * 0x1p-53 < x - (double)n);
+}
+
+/*
+ * The sampled allocation @t (size t->value) as samples of @objects and @space, weighted by
+ * the inverse of its probability of being sampled: estimates of every allocation's.
+ */
+static void alloc_add(struct otelprof *p, const struct op_trace *t, size_t size,
+		      enum op_sample_kind objects, enum op_sample_kind space)
+{
+	double prob = op_alloc_probability(t->value, t->mean ? t->mean : p->opts.alloc_mean_bytes);
+	enum op_sample_kind kinds[2] = { objects, space };
+	int64_t values[2];
+
+	if (!(prob > 0))
+		prob = 1;
+	values[0] = alloc_round(p, 1.0 / prob);
+	values[1] = alloc_round(p, (double)t->value / prob);
+	handle_trace_as(p, t, size, kinds, values, 2);
+}
+
+/* A sampled allocation's record: allocated, and live until its free. Under lock. */
+static void alloc_record(struct otelprof *p, const struct op_trace *t, size_t size)
+{
+	struct alloc_state *a = &p->alloc;
+	struct alloc_live *l;
+	uint32_t b;
+
+	p->stats.alloc_samples++;
+	alloc_add(p, t, size, OP_SAMPLE_ALLOC_OBJECTS, OP_SAMPLE_ALLOC_SPACE);
+	if (t->flags & OP_TRACE_ALLOC_NOTRACK) {
+		p->stats.alloc_untracked++;
+		return;
+	}
+	/* freed already (the free's record overtook this one)? */
+	for (unsigned int i = 0; i < ALLOC_EARLY_FREES; i++) {
+		struct op_alloc_free *e = &a->early[i];
+
+		if (e->hdr.pid == t->hdr.pid && e->addr == t->addr && e->ktime_ns >= t->ktime_ns) {
+			e->hdr.pid = 0;
+			p->stats.alloc_unpaired_frees--;
+			p->stats.alloc_frees++;
+			return;
+		}
+	}
+	if (!a->live && !(a->live = calloc(ALLOC_BUCKETS, sizeof(*a->live))))
+		goto untracked;
+	b = alloc_bucket(t->hdr.pid, t->addr);
+	for (l = a->live[b]; l; l = l->next) {
+		if (l->pid == t->hdr.pid && l->addr == t->addr) {
+			/* the address was handed out again: its free was lost on the way */
+			struct op_trace *copy = malloc(size);
+
+			if (!copy)
+				goto untracked;
+			memcpy(copy, t, size);
+			free(l->rec);
+			l->rec = copy;
+			l->size = (uint32_t)size;
+			return;
+		}
+	}
+	l = malloc(sizeof(*l));
+	if (l && !(l->rec = malloc(size))) {
+		free(l);
+		l = NULL;
+	}
+	if (!l)
+		goto untracked;
+	memcpy(l->rec, t, size);
+	l->pid = t->hdr.pid;
+	l->addr = t->addr;
+	l->size = (uint32_t)size;
+	l->next = a->live[b];
+	a->live[b] = l;
+	a->n_live++;
+	return;
+untracked:
+	p->stats.alloc_untracked++;
+	op_alloc_forget(a->probes, (int)t->hdr.pid, t->addr);
+}
+
+/* A sampled allocation was freed. Under lock. */
+static void alloc_freed(struct otelprof *p, const struct op_alloc_free *e)
+{
+	struct alloc_state *a = &p->alloc;
+	struct alloc_live **pp, *l;
+
+	for (pp = a->live ? &a->live[alloc_bucket(e->hdr.pid, e->addr)] : NULL; pp && *pp;
+	     pp = &(*pp)->next) {
+		l = *pp;
+		if (l->pid == e->hdr.pid && l->addr == e->addr) {
+			*pp = l->next;
+			free(l->rec);
+			free(l);
+			a->n_live--;
+			p->stats.alloc_frees++;
+			return;
+		}
+	}
+	/* not seen (yet): its record may still be on the way */
+	p->stats.alloc_unpaired_frees++;
+	a->early[a->early_next++ % ALLOC_EARLY_FREES] = *e;
+}
+
+/* @pid is gone or exec'd: its allocations with it (and their in-use map entries). Under lock. */
+static void alloc_drop_pid(struct otelprof *p, uint32_t pid)
+{
+	struct alloc_state *a = &p->alloc;
+
+	op_alloc_forget_pid(a->probes, (int)pid);
+	for (size_t b = 0; a->n_live && b < ALLOC_BUCKETS; b++) {
+		for (struct alloc_live **pp = &a->live[b], *l; (l = *pp);) {
+			if (l->pid != pid) {
+				pp = &l->next;
+				continue;
+			}
+			*pp = l->next;
+			op_alloc_forget(a->probes, (int)pid, l->addr);
+			free(l->rec);
+			free(l);
+			a->n_live--;
+		}
+	}
+}
+
+/*
+ * The in-use profile: every live sampled allocation, into the profile, stamped now (the
+ * time the snapshot describes, inside the profile's span; an allocation may be older than
+ * the profile). Under lock.
+ */
+static void alloc_snapshot(struct otelprof *p)
+{
+	struct alloc_state *a = &p->alloc;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	for (size_t b = 0; a->n_live && b < ALLOC_BUCKETS; b++) {
+		for (struct alloc_live *l = a->live[b]; l; l = l->next) {
+			uint64_t when = l->rec->ktime_ns;
+
+			l->rec->ktime_ns = now;
+			alloc_add(p, l->rec, l->size, OP_SAMPLE_INUSE_OBJECTS,
+				  OP_SAMPLE_INUSE_SPACE);
+			l->rec->ktime_ns =
+				when; /* the early-free check compares allocation times */
+		}
+	}
+}
+
+static void alloc_free_all(struct otelprof *p)
+{
+	struct alloc_state *a = &p->alloc;
+
+	for (size_t b = 0; a->live && b < ALLOC_BUCKETS; b++) {
+		while (a->live[b]) {
+			struct alloc_live *l = a->live[b];
+
+			a->live[b] = l->next;
+			free(l->rec);
+			free(l);
+		}
+	}
+	free(a->live);
+	a->live = NULL;
+	a->n_live = 0;
+}
+
+/* Probe the allocators of the targets, or of every process (whole-system). */
+static void alloc_attach(struct otelprof *p)
+{
+	if (p->opts.pid_cnt) {
+		for (size_t i = 0; i < p->opts.pid_cnt; i++)
+			if (op_alloc_probe_process(p->alloc.probes, p->opts.pids[i], true) <= 0)
+				op_warn("pid %d: no allocator found to probe (glibc, jemalloc, "
+					"tcmalloc or mimalloc, or an executable defining malloc): "
+					"no allocation samples from it",
+					p->opts.pids[i]);
+	} else {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			int pid = atoi(de->d_name);
+
+			if (pid > 0 && pid != getpid())
+				op_alloc_probe_process(p->alloc.probes, pid, false);
+		}
+		if (d)
+			closedir(d);
+	}
 }
 
 /* Keep an off-CPU stack until its interval ends (struct offcpu_pending). Under lock. */
@@ -873,16 +1229,23 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 	}
 	if (h->type == OP_EV_OFFCPU_END && size >= sizeof(struct op_offcpu_end)) {
 		offcpu_end(p, data);
+	} else if (h->type == OP_EV_ALLOC_FREE && size >= sizeof(struct op_alloc_free)) {
+		alloc_freed(p, data);
+	} else if (h->type == OP_EV_TRACE && size >= OP_TRACE_HDR_SIZE &&
+		   ((const struct op_trace *)data)->origin == OP_ORIGIN_ALLOC) {
+		alloc_record(p, data, size);
 	} else if (h->type == OP_EV_TRACE && size >= OP_TRACE_HDR_SIZE &&
 		   (((const struct op_trace *)data)->flags & OP_TRACE_OFFCPU_PENDING)) {
 		offcpu_stash(p, data, size);
 	} else if (h->type == OP_EV_EXIT) {
+		alloc_drop_pid(p, h->pid);
 		ghost_drop(p, (int)h->pid);
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
 	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
 		struct exec_snap *sn = ((const struct exec_rec *)data)->snap;
 		struct op_proc *proc;
 
+		alloc_drop_pid(p, h->pid); /* a new address space */
 		ghost_drop(p, (int)h->pid);
 		if (op_proctab_refresh(p->procs, h->pid, true) == 0 &&
 		    (proc = op_proctab_get(p->procs, h->pid))) {
@@ -984,8 +1347,7 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 		sn->proc.exe_path = exe;
 		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
 	}
-	if (!(p->flags & OTELPROF_F_NO_ENV_RESOURCE))
-		op_resource_read(pid, &sn->proc.resource);
+	op_proctab_resource_read(p->procs, pid, &sn->proc.resource);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -1068,6 +1430,10 @@ static void on_event(void *ctx, const void *data, size_t size)
 		if (size >= sizeof(struct op_offcpu_end))
 			enqueue(p, data, sizeof(struct op_offcpu_end));
 		break;
+	case OP_EV_ALLOC_FREE:
+		if (size >= sizeof(struct op_alloc_free))
+			enqueue(p, data, sizeof(struct op_alloc_free));
+		break;
 	case OP_EV_EXIT:
 		pthread_mutex_lock(&p->u_lock);
 		op_unwinder_on_exit(p->unwinder, h->pid);
@@ -1082,6 +1448,41 @@ static void on_event(void *ctx, const void *data, size_t size)
 	}
 }
 
+/*
+ * Probabilistic profiling: a new interval begins; sampling is on in it with a chance of
+ * threshold in 100 (upstream's probabilistic_threshold and _interval). Reader thread (and
+ * start, before it runs).
+ */
+static void prob_interval(struct otelprof *p)
+{
+	bool on = (unsigned int)(rand_r(&p->prob_seed) % 100) < p->opts.probabilistic_threshold;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	op_sampler_pause(p->sampler, !on);
+	p->prob_next_ns = now + p->opts.probabilistic_interval_ns;
+	pthread_mutex_lock(&p->lock);
+	p->stats.prob_intervals++;
+	p->stats.prob_intervals_on += on;
+	pthread_mutex_unlock(&p->lock);
+	op_debug("probabilistic profiling: sampling %s for the next %llu ms", on ? "on" : "off",
+		 (unsigned long long)(p->opts.probabilistic_interval_ns / 1000000));
+}
+
+/* The wall clock's offset from the monotonic clock, measured again (clock_sync_interval). */
+static void clock_sync(struct otelprof *p)
+{
+	int64_t off = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+
+	pthread_mutex_lock(&p->lock);
+	op_debug("clock sync: wall clock offset moved by %lld ns",
+		 (long long)(off - p->mono_to_unix_ns));
+	p->mono_to_unix_ns = off;
+	pthread_mutex_unlock(&p->lock);
+	p->clock_next_ns = p->opts.clock_sync_interval_ns
+				   ? clock_ns(CLOCK_MONOTONIC) + p->opts.clock_sync_interval_ns
+				   : 0;
+}
+
 static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
@@ -1093,6 +1494,11 @@ static void *reader_main(void *arg)
 	 */
 	while (!atomic_load(&p->stopping)) {
 		int n = op_sampler_poll(p->sampler, 100);
+
+		if (p->prob_next_ns && clock_ns(CLOCK_MONOTONIC) >= p->prob_next_ns)
+			prob_interval(p);
+		if (p->clock_next_ns && clock_ns(CLOCK_MONOTONIC) >= p->clock_next_ns)
+			clock_sync(p);
 
 		if (p->queued) {
 			p->queued = false;
@@ -1180,6 +1586,41 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		p->opts.pids = p->pids;
 	}
 	p->flags = p->opts.flags;
+	if (p->opts.runtimes_off && *p->opts.runtimes_off &&
+	    !(p->runtimes_off = strdup(p->opts.runtimes_off))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (p->opts.include_env_vars && *p->opts.include_env_vars &&
+	    !(p->env_vars = strdup(p->opts.include_env_vars))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (p->opts.runtimes_wanted && *p->opts.runtimes_wanted &&
+	    !(p->runtimes_wanted = strdup(p->opts.runtimes_wanted))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	p->opts.runtimes_wanted = p->runtimes_wanted;
+	p->opts.runtimes_off = p->runtimes_off;
+	p->opts.include_env_vars = p->env_vars;
+	if (p->opts.probe_cnt) {
+		p->probes = calloc(p->opts.probe_cnt, sizeof(*p->probes));
+		if (!p->probes) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (size_t i = 0; i < p->opts.probe_cnt; i++) {
+			p->probes[i].ret = p->opts.probes[i].ret;
+			p->probes[i].binary = strdup(p->opts.probes[i].binary);
+			p->probes[i].symbol = strdup(p->opts.probes[i].symbol);
+			if (!p->probes[i].binary || !p->probes[i].symbol) {
+				err = -ENOMEM;
+				goto fail;
+			}
+		}
+		p->opts.probes = p->probes;
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		op_err("kernel has no BTF (/sys/kernel/btf/vmlinux): use a kernel built with "
 		       "CONFIG_DEBUG_INFO_BTF=y");
@@ -1193,6 +1634,10 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	p->files = op_filecache_new(0);
 	p->procs = p->files ? op_proctab_new(p->files) : NULL;
 	op_proctab_read_environ(p->procs, !(p->flags & OTELPROF_F_NO_ENV_RESOURCE));
+	if (op_proctab_include_env_vars(p->procs, p->env_vars)) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	p->profile = new_profile(p);
 	if (!p->files || !p->procs || !p->profile) {
 		err = -ENOMEM;
@@ -1205,14 +1650,28 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
 	so.labels = !(p->flags & OTELPROF_F_NO_LABELS);
 	so.off_cpu_threshold = p->opts.off_cpu_threshold;
+	so.alloc_mean = p->opts.alloc_mean_bytes;
+	so.alloc_inuse_max = p->opts.alloc_inuse_max;
 	so.pids = p->opts.pids;
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;
+	so.idle_frames = p->opts.idle_frames;
+	so.probes = p->opts.probes;
+	so.probe_cnt = p->opts.probe_cnt;
 	so.on_event = on_event;
 	so.ctx = p;
 	err = op_sampler_open(&so, &p->sampler);
 	if (err)
 		goto fail;
+	if (p->opts.alloc_mean_bytes) {
+		p->alloc.rng = clock_ns(CLOCK_MONOTONIC) | 1;
+		p->alloc.probes =
+			op_alloc_probes_new(op_sampler_skel(p->sampler), p->opts.alloc_mean_bytes);
+		if (!p->alloc.probes) {
+			err = -errno;
+			goto fail;
+		}
+	}
 	if (!(p->flags & OTELPROF_F_FRAME_POINTERS)) {
 		p->unwinder = op_unwinder_new(op_sampler_skel(p->sampler));
 		if (!p->unwinder)
@@ -1222,6 +1681,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		else
 			runtimes_open(p);
 	}
+	runtimes_check_wanted(p);
 	/* Read the targets' maps now, while they surely exist. */
 	for (size_t i = 0; i < p->opts.pid_cnt; i++) {
 		op_proctab_get(p->procs, p->opts.pids[i]);
@@ -1245,13 +1705,19 @@ OTELPROF_API int otelprof_start(struct otelprof *p)
 		err = -OTELPROF_ERR_STATE;
 		goto out;
 	}
-	pthread_mutex_lock(&p->lock);
-	p->mono_to_unix_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
-	pthread_mutex_unlock(&p->lock);
+	clock_sync(p);
 
 	err = op_sampler_attach(p->sampler);
 	if (err)
 		goto out;
+	p->prob_next_ns = 0;
+	op_sampler_pause(p->sampler, false);
+	if (p->opts.probabilistic_threshold && p->opts.probabilistic_threshold < 100) {
+		p->prob_seed = (unsigned int)(clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid());
+		prob_interval(p);
+	}
+	if (p->alloc.probes)
+		alloc_attach(p);
 	atomic_store(&p->stopping, false);
 	err = pthread_create(&p->symbolizer, NULL, symbolizer_main, p);
 	if (err) {
@@ -1283,6 +1749,7 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 	if (p->started) {
 		/* No new samples, then the thread, then everything already queued. */
 		op_sampler_detach(p->sampler);
+		op_alloc_probes_detach(p->alloc.probes);
 		atomic_store(&p->stopping, true);
 		pthread_join(p->reader, NULL);
 		pthread_mutex_lock(&p->q_lock);
@@ -1323,6 +1790,9 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 
 	pthread_mutex_lock(&p->lock);
 	queue_flush(p);
+	if (!p->alloc.snapshot_in_profile)
+		alloc_snapshot(p);
+	p->alloc.snapshot_in_profile = true;
 	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
 	if (format == OTELPROF_FORMAT_PPROF)
 		err = op_encode_pprof(p->profile, &out, &len);
@@ -1343,6 +1813,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	n = op_profile_sample_count(p->profile);
 	op_profile_free(p->profile);
 	p->profile = next;
+	p->alloc.snapshot_in_profile = false;
 	p->stats.collected += n;
 	pthread_mutex_unlock(&p->lock);
 
@@ -1370,6 +1841,10 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
 	pthread_mutex_unlock(&p->lock);
+	s.binaries = op_filecache_count(p->files);
+	pthread_mutex_lock(&p->q_lock);
+	s.symbolize_backlog_bytes = p->queue.tail - p->queue.head;
+	pthread_mutex_unlock(&p->q_lock);
 	pthread_mutex_lock(&p->u_lock);
 	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	op_unwinder_stats(p->unwinder, &us);
@@ -1378,6 +1853,7 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	s.unwind_tables_full = us.tables_full;
 	if (op_sampler_counters(p->sampler, counters) == 0) {
 		s.lost = counters[OP_CNT_LOST];
+		s.alloc_failed = counters[OP_CNT_ALLOC_FAIL];
 		for (int i = 0; i < OTELPROF_UNWIND_ERROR_MAX; i++)
 			s.unwind_errors[i] = counters[OP_CNT_UNWIND_BASE + i];
 	}
@@ -1394,8 +1870,10 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	otelprof_stop(p);
 	op_unwinder_free(p->unwinder);
 	runtimes_close(p);
+	op_alloc_probes_free(p->alloc.probes);
 	op_sampler_close(p->sampler);
 	offcpu_free(p);
+	alloc_free_all(p);
 	op_profile_free(p->profile);
 	while (p->ghosts) {
 		struct exec_snap *g = p->ghosts;
@@ -1414,5 +1892,13 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	pthread_mutex_destroy(&p->q_lock);
 	pthread_cond_destroy(&p->q_cond);
 	free(p->pids);
+	free(p->runtimes_off);
+	free(p->env_vars);
+	free(p->runtimes_wanted);
+	for (size_t i = 0; p->probes && i < p->opts.probe_cnt; i++) {
+		free((char *)p->probes[i].binary);
+		free((char *)p->probes[i].symbol);
+	}
+	free(p->probes);
 	free(p);
 }

@@ -14,6 +14,7 @@ packages=(
 	g++ python3 util-linux
 	libclang-rt-14-dev valgrind
 	python3.11-dbg
+	libjemalloc-dev heaptrack # allocation profiling: tests (jemalloc) and bench (heaptrack)
 )
 
 missing=()

@@ -57,6 +57,10 @@ go_tests() {
 run_unit
 if [ "${1:-}" != "--unit" ]; then
 	go_tests go-shim -timeout 20m
+	# Grafana Pyroscope for TestPyroscope, built once (about 12 minutes cold) and cached under
+	# $BUILD/tools; if it cannot be built, the test says why and skips
+	echo "=== building Grafana Pyroscope (scripts/build-pyroscope.sh, cached)"
+	./scripts/build-pyroscope.sh >/dev/null || echo "Pyroscope build failed: TestPyroscope will say why"
 	# valgrind cannot run an AddressSanitizer build: the plain `make test` runs that test
 	if [ "${SANITIZE:-0}" = 1 ]; then
 		go_tests tests/integration -timeout 40m -skip '^TestReliabilityValgrind$'

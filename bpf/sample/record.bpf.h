@@ -49,6 +49,8 @@ struct {
 enum op_unwind_chain {
 	OP_CHAIN_CPU = 0,   /* perf_event on cpu-clock (bpf/sampler.bpf.c on_cpu_sample) */
 	OP_CHAIN_SCHED = 1, /* tp_btf/sched_switch, off-CPU (bpf/sampler.bpf.c on_sched_switch) */
+	OP_CHAIN_ALLOC = 2, /* uretprobe of an allocator (bpf/sampler.bpf.c alloc_ret) */
+	OP_CHAIN_PROBE = 3, /* uprobe of a traced function, probe_links (sampler.bpf.c on_probe) */
 	OP_CHAIN_MAX = 4,
 };
 

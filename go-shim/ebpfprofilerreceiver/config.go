@@ -3,6 +3,7 @@ package ebpfprofilerreceiver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/otelprof/otelprof/go-shim/internal/otelprof"
@@ -62,6 +63,13 @@ type Config struct {
 	// (default true).
 	EnvResource bool `mapstructure:"env_resource"`
 
+	// ResourceAttributesOnSamples moves each process's resource attributes (service.name,
+	// process.pid, process.executable.*, container.id, OTEL_RESOURCE_ATTRIBUTES) onto its
+	// samples' attributes and leaves the resource empty (default false). For backends that do
+	// not resolve string-table keys in resource attributes, which this collector line's pdata
+	// always writes: Grafana Pyroscope 1.21 refuses such exports (see onsamples.go).
+	ResourceAttributesOnSamples bool `mapstructure:"resource_attributes_on_samples"`
+
 	// RingBufferBytes sizes the kernel-to-user ring buffer: a power of two, at least 65536;
 	// 0 (the default) = 1 MiB per online CPU, from 1 to 4 MiB. Raise it if the `lost`
 	// counter grows.
@@ -78,9 +86,20 @@ type Config struct {
 	// off_cpu/nanoseconds, each with the thread.state it left the CPU in.
 	OffCPUThreshold float64 `mapstructure:"off_cpu_threshold"`
 
+	// AllocMeanBytes turns on memory allocation profiling (an otelprof key): uprobes on the
+	// processes' allocator (glibc, jemalloc, tcmalloc, mimalloc) sample one allocation per
+	// AllocMeanBytes bytes allocated on average (524288 is Go's and tcmalloc's default);
+	// 0, the default, is off. Four profiles per process: alloc_objects/count,
+	// alloc_space/bytes, inuse_objects/count, inuse_space/bytes. Every allocator call traps
+	// into the kernel: malloc-heavy programs slow down (README "Memory allocations").
+	AllocMeanBytes int64 `mapstructure:"alloc_mean_bytes"`
+
 	// VerboseMode forwards the library's debug messages (and libbpf's) to the collector log
 	// (default false: info and above).
 	VerboseMode bool `mapstructure:"verbose_mode"`
+
+	// The rest of the upstream receiver's keys (dropin.go: defaults, validation, effects).
+	Upstream `mapstructure:",squash"`
 }
 
 func createDefaultConfig() *Config {
@@ -92,6 +111,7 @@ func createDefaultConfig() *Config {
 		Labels:           true,
 		EnvResource:      true,
 		ErrorMode:        ErrorModePropagate,
+		Upstream:         upstreamDefaults(),
 	}
 }
 
@@ -121,6 +141,8 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("ring_buffer_bytes: must be 0 (1 MiB per CPU, up to 4 MiB) or a power of two "+
 			">= 65536, got %d", n))
 	}
+	// upstream's error_mode is case-insensitive (ErrorMode.UnmarshalText)
+	cfg.ErrorMode = ErrorMode(strings.ToLower(string(cfg.ErrorMode)))
 	switch cfg.ErrorMode {
 	case ErrorModePropagate, ErrorModeIgnore:
 	default:
@@ -131,12 +153,17 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("off_cpu_threshold: the probability that an off-CPU "+
 			"interval is recorded must be between 0 (off) and 1, got %g", cfg.OffCPUThreshold))
 	}
+	errs = append(errs, cfg.Upstream.validate()...)
+	if cfg.AllocMeanBytes < 0 || cfg.AllocMeanBytes > 1<<40 {
+		errs = append(errs, fmt.Errorf("alloc_mean_bytes: the mean bytes between sampled "+
+			"allocations must be between 0 (off) and 2^40, e.g. 524288, got %d", cfg.AllocMeanBytes))
+	}
 	return errors.Join(errs...)
 }
 
 // options translates the configuration into the library's options.
 func (cfg *Config) options() otelprof.Options {
-	return otelprof.Options{
+	o := otelprof.Options{
 		FrequencyHz:     cfg.SamplesPerSecond,
 		PIDs:            cfg.Pids,
 		NoKernelStacks:  !cfg.KernelFrames,
@@ -146,5 +173,8 @@ func (cfg *Config) options() otelprof.Options {
 		FramePointers:   cfg.FramePointersOnly,
 		RingBufferBytes: cfg.RingBufferBytes,
 		OffCPUThreshold: cfg.OffCPUThreshold,
+		AllocMeanBytes:  uint64(cfg.AllocMeanBytes),
 	}
+	cfg.Upstream.apply(&o)
+	return o
 }

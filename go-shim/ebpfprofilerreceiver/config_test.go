@@ -24,6 +24,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.KernelFrames = false
 	custom.Symbolize = false
 	custom.FramePointersOnly = true
+	custom.ResourceAttributesOnSamples = true
 	custom.RingBufferBytes = 1 << 20
 	custom.ErrorMode = ErrorModeIgnore
 	custom.VerboseMode = true
@@ -81,6 +82,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"ring buffer too small", map[string]any{"ring_buffer_bytes": 4096}, "ring_buffer_bytes"},
 		{"off-cpu probability above 1", map[string]any{"off_cpu_threshold": 1.5}, "off_cpu_threshold"},
 		{"off-cpu probability negative", map[string]any{"off_cpu_threshold": -0.1}, "off_cpu_threshold"},
+		{"alloc mean negative", map[string]any{"alloc_mean_bytes": -1}, "alloc_mean_bytes"},
 		{"unknown key", map[string]any{"sample_per_second": 20}, "sample_per_second"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

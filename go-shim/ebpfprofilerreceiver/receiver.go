@@ -58,6 +58,9 @@ type profilesReceiver struct {
 
 	// shutdownGrace is how long Shutdown waits for a blocked next consumer (see the const).
 	shutdownGrace time.Duration
+
+	tel         *telemetry    // nil until Start
+	monitorDone chan struct{} // closed by the telemetry monitor when it returns
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, next xconsumer.Profiles, open openFunc) *profilesReceiver {
@@ -71,9 +74,16 @@ func (r *profilesReceiver) Start(_ context.Context, _ component.Host) error {
 	r.libLogger = logger.WithOptions(zap.AddStacktrace(zapcore.FatalLevel)).
 		With(zap.String("source", "libotelprof"))
 	maxLevel := otelprof.LevelInfo
-	if r.cfg.VerboseMode {
+	// bpf_verifier_log_level: the verifier's log of a refused program is a debug message
+	if r.cfg.VerboseMode || r.cfg.BPFVerifierLogLevel > 0 {
 		maxLevel = otelprof.LevelDebug
 	}
+	tel, err := newTelemetry(r.set)
+	if err != nil {
+		return fmt.Errorf("cannot set up the receiver's telemetry: %w", err)
+	}
+	r.tel = tel
+	r.cfg.Upstream.logDropin(logger)
 	r.starting.Store(true)
 	otelprof.SetLogger(r.libLog, maxLevel)
 
@@ -105,6 +115,11 @@ func (r *profilesReceiver) Start(_ context.Context, _ component.Host) error {
 	r.cancel = cancel
 	r.stop = make(chan struct{})
 	r.done = make(chan struct{})
+	r.monitorDone = make(chan struct{})
+	go func() {
+		defer close(r.monitorDone)
+		r.tel.monitor(prof, r.cfg.MonitorInterval, r.stop)
+	}()
 	go r.collectLoop(ctx)
 	return nil
 }
@@ -130,14 +145,16 @@ func (r *profilesReceiver) libLog(level otelprof.Level, msg string) {
 
 func (r *profilesReceiver) collectLoop(ctx context.Context) {
 	defer close(r.done)
-	ticker := time.NewTicker(r.cfg.ReporterInterval)
-	defer ticker.Stop()
+	// reporter_jitter: each wait varies by up to ± that fraction of reporter_interval
+	timer := time.NewTimer(jittered(r.cfg.ReporterInterval, r.cfg.ReporterJitter))
+	defer timer.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-ticker.C:
+		case <-timer.C:
 			r.report(ctx)
+			timer.Reset(jittered(r.cfg.ReporterInterval, r.cfg.ReporterJitter))
 		}
 	}
 }
@@ -185,8 +202,20 @@ func (r *profilesReceiver) report(ctx context.Context) {
 	if n == 0 {
 		return
 	}
+	if r.cfg.ResourceAttributesOnSamples {
+		if err := resourceToSamples(pd); err != nil {
+			r.decodeErrors.Add(1)
+			r.set.Logger.Error("cannot move resource attributes onto samples; report dropped",
+				zap.Error(err))
+			return
+		}
+	}
 	samples := sampleCount(pd)
-	if err := r.deliver(ctx, pd, samples); err != nil {
+	opCtx := r.tel.obs.StartProfilesOp(ctx)
+	err = r.deliver(opCtx, pd, samples)
+	r.tel.obs.EndProfilesOp(opCtx, "otlp", n, err)
+	if err != nil {
+		r.tel.refused.Add(ctx, int64(samples))
 		r.consumeErrors.Add(1)
 		total := r.samplesRefused.Add(samples)
 		// An expected condition under back-pressure (exporter queue full, memory_limiter):
@@ -198,20 +227,31 @@ func (r *profilesReceiver) report(ctx context.Context) {
 			zap.Uint64("reports_dropped_total", r.consumeErrors.Load()), zap.Error(err))
 		return
 	}
+	r.tel.delivered.Add(ctx, int64(samples))
 	r.reports.Add(1)
 	r.records.Add(uint64(n))
 	r.samples.Add(samples)
 }
 
-// sampleCount is the number of CPU samples in a batch: the library aggregates identical
-// stacks of a thread into one record whose value is their count.
+// sampleCount is the number of samples in a batch: the library aggregates identical stacks
+// of a thread into one record whose value is their count. In a profile whose values are not
+// counts (off_cpu/nanoseconds) each event (timestamp) is one sample.
 func sampleCount(pd pprofile.Profiles) uint64 {
 	var n uint64
+	strs := pd.Dictionary().StringTable()
 	for _, rp := range pd.ResourceProfiles().All() {
 		for _, sp := range rp.ScopeProfiles().All() {
 			for _, prof := range sp.Profiles().All() {
+				counts := true
+				if i := int(prof.SampleType().UnitStrindex()); i > 0 && i < strs.Len() {
+					counts = strs.At(i) == "count"
+				}
 				for _, smp := range prof.Samples().All() {
-					n += sampleWeight(smp)
+					if counts {
+						n += sampleWeight(smp)
+					} else {
+						n += uint64(max(smp.TimestampsUnixNano().Len(), 1))
+					}
 				}
 			}
 		}
@@ -370,6 +410,8 @@ func (r *profilesReceiver) shutdown(ctx context.Context) error {
 			zap.Uint64("unwind_tables_full", st.UnwindTablesFull))
 	}
 	r.set.Logger.Info("eBPF profiler stopped", fields...)
+	<-r.monitorDone
+	r.tel.close()
 	r.prof.Close()
 	return errors.Join(errs...)
 }

@@ -843,6 +843,18 @@ void op_filecache_free(struct op_filecache *c)
 	free(c);
 }
 
+size_t op_filecache_count(struct op_filecache *c)
+{
+	size_t n;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->n_files;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
 size_t op_filecache_bytes(const struct op_filecache *c)
 {
 	size_t b;

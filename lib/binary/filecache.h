@@ -56,6 +56,8 @@ void op_file_put(struct op_file *f);
 
 /* Bytes held by the cache (for stats/bench). */
 size_t op_filecache_bytes(const struct op_filecache *c);
+/* Files open in the cache (in use or idle). */
+size_t op_filecache_count(struct op_filecache *c);
 
 const char *op_file_build_id_gnu(const struct op_file *f); /* hex, or NULL */
 const char *op_file_build_id_go(const struct op_file *f);  /* Go build id, or NULL */

@@ -78,6 +78,16 @@ static void usage_record(FILE *f)
 		"                         with probability P (default 1), weighted by its length\n"
 		"                         (pprof sample type off_cpu; go tool pprof\n"
 		"                         -sample_index=off_cpu)\n"
+		"      --alloc[=MEAN]     also record memory allocations (uprobes on malloc, "
+		"free...\n"
+		"                         of glibc, jemalloc, tcmalloc, mimalloc): one sampled "
+		"per\n"
+		"                         MEAN bytes allocated on average (default 512k; suffix "
+		"k,\n"
+		"                         M), as Go's heap profiles: sample types alloc_objects,\n"
+		"                         alloc_space, inuse_objects, inuse_space (go tool pprof\n"
+		"                         -sample_index=inuse_space). Every allocator call traps:\n"
+		"                         malloc-heavy programs slow down (README)\n"
 		"      --no-labels        do not read Go pprof labels or custom-labels TLS labels\n"
 		"                         (nor link samples to the spans they name)\n"
 		"      --no-env-resource  do not take service.name etc. from processes'\n"
@@ -158,6 +168,7 @@ static int cmd_record(int argc, char **argv)
 		{ "no-symbolize", no_argument, NULL, 'S' },
 		{ "frame-pointers", no_argument, NULL, 'P' },
 		{ "off-cpu", optional_argument, NULL, 'O' },
+		{ "alloc", optional_argument, NULL, 'A' },
 		{ "no-labels", no_argument, NULL, 'L' },
 		{ "no-env-resource", no_argument, NULL, 'E' },
 		/* advanced, not in --help: BPF ring buffer bytes (tests of lost samples) */
@@ -246,6 +257,28 @@ static int cmd_record(int argc, char **argv)
 							   "0 and at most 1",
 							   optarg);
 			}
+			break;
+		}
+		case 'A': {
+			unsigned long long mean = OTELPROF_ALLOC_DEFAULT_MEAN;
+			char *end;
+
+			if (optarg) {
+				errno = 0;
+				mean = strtoull(optarg, &end, 10);
+				if (!errno && end != optarg && (*end == 'k' || *end == 'K'))
+					mean <<= 10, end++;
+				else if (!errno && end != optarg && (*end == 'm' || *end == 'M'))
+					mean <<= 20, end++;
+				if (errno || end == optarg || *end || optarg[0] == '-' || !mean ||
+				    mean > (1ull << 40))
+					return usage_error("invalid --alloc '%s': expected the "
+							   "mean bytes between "
+							   "sampled allocations, 1 to 1T (e.g. "
+							   "524288, 512k, 1M)",
+							   optarg);
+			}
+			opts.alloc_mean_bytes = mean;
 			break;
 		}
 		case 'L':
@@ -351,6 +384,14 @@ static int cmd_record(int argc, char **argv)
 		fprintf(stderr, "%s: and %llu off-CPU intervals (%llu without their end)\n", prog,
 			(unsigned long long)st.off_cpu_intervals,
 			(unsigned long long)st.off_cpu_unpaired);
+	if (verbosity >= OTELPROF_LOG_WARN && opts.alloc_mean_bytes)
+		fprintf(stderr,
+			"%s: and %llu sampled allocations (%llu freed, %llu not tracked to their "
+			"free, %llu frees of unknown addresses, %llu sampled calls that failed)\n",
+			prog, (unsigned long long)st.alloc_samples,
+			(unsigned long long)st.alloc_frees, (unsigned long long)st.alloc_untracked,
+			(unsigned long long)st.alloc_unpaired_frees,
+			(unsigned long long)st.alloc_failed);
 	if (verbosity >= OTELPROF_LOG_WARN && (st.unwind_procs_full || st.unwind_tables_full))
 		fprintf(stderr,
 			"%s: unwinder maps full: %llu process and %llu table loads did not fit; "

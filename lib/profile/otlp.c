@@ -95,7 +95,8 @@ struct otlp_enc {
 	PbProfile *profiles;
 	PbProfile **profile_ptrs;
 	uint8_t *profile_ids;
-	PbValueType vt[3]; /* samples/count, cpu/nanoseconds (period), off_cpu/nanoseconds */
+	/* samples/count, cpu/nanoseconds (period), then vt[1 + kind] for the other kinds */
+	PbValueType vt[1 + OP_SAMPLE_KINDS];
 
 	TABLE(PbSample, samples);
 	int64_t *counts;
@@ -194,10 +195,13 @@ static void assign(struct otlp_enc *e)
 	for (i = OP_WK_SAMPLES; p->n_samples > 1 && i <= OP_WK_NANOSECONDS; i++)
 		op_remap_use(&e->strs, p->wk[i]);
 	for (i = 1; i < p->n_samples; i++) {
-		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU) {
-			op_remap_use(&e->strs, p->wk[OP_WK_OFF_CPU]);
-			break;
-		}
+		uint32_t type, unit;
+
+		if (p->samples[i].kind == OP_SAMPLE_CPU)
+			continue;
+		op_kind_type(p, p->samples[i].kind, &type, &unit);
+		op_remap_use(&e->strs, type);
+		op_remap_use(&e->strs, unit);
 	}
 	for (i = 0; i < p->n_samples - 1; i++) {
 		const struct op_psample *s = &p->samples[e->g.order[i]];
@@ -467,9 +471,15 @@ static int build_resources(struct otlp_enc *e)
 	e->scope.version = p->scope_version;
 	PB(value_type__init)(&e->vt[0]);
 	PB(value_type__init)(&e->vt[1]);
-	PB(value_type__init)(&e->vt[2]);
-	e->vt[2].type_strindex = e->strs.map[p->wk[OP_WK_OFF_CPU]];
-	e->vt[2].unit_strindex = e->strs.map[p->wk[OP_WK_NANOSECONDS]];
+	for (kind = OP_SAMPLE_OFF_CPU; kind < OP_SAMPLE_KINDS; kind++) {
+		uint32_t type, unit;
+
+		PB(value_type__init)(&e->vt[1 + kind]);
+		op_kind_type(p, kind, &type, &unit);
+		/* strings no sample used are not in the table (map 0): the type is unused too */
+		e->vt[1 + kind].type_strindex = e->strs.map[type];
+		e->vt[1 + kind].unit_strindex = e->strs.map[unit];
+	}
 	e->vt[0].type_strindex = e->strs.map[p->wk[OP_WK_SAMPLES]];
 	e->vt[0].unit_strindex = e->strs.map[p->wk[OP_WK_COUNT]];
 	e->vt[1].type_strindex = e->strs.map[p->wk[OP_WK_CPU]];
@@ -533,9 +543,9 @@ static int build_resources(struct otlp_enc *e)
 				continue;
 			prof = &e->profiles[np];
 			PB(profile__init)(prof);
-			if (kind == OP_SAMPLE_OFF_CPU) {
-				/* the upstream profiler's off-CPU profile: values, no period */
-				prof->sample_type = &e->vt[2];
+			if (kind != OP_SAMPLE_CPU) {
+				/* as the upstream profiler's off-CPU profile: values, no period */
+				prof->sample_type = &e->vt[1 + kind];
 			} else {
 				prof->sample_type = &e->vt[0];
 				prof->period_type = &e->vt[1];

@@ -35,9 +35,12 @@ struct pprof_enc {
 	struct op_remap locs, maps, funcs, strs;
 
 	PbProfile prof;
-	PbValueType vt[4];
-	PbValueType *vt_ptrs[3];
-	size_t n_types; /* samples, cpu; and off_cpu when there is off-CPU time */
+	PbValueType vt[3 + OP_SAMPLE_KINDS];
+	PbValueType *vt_ptrs[2 + OP_SAMPLE_KINDS];
+	/* samples, cpu; off_cpu when there is off-CPU time; Go's four heap types with allocations
+	 */
+	size_t n_types;
+	size_t col[OP_SAMPLE_KINDS]; /* a kind's value column, 0: none (CPU: columns 0 and 1) */
 	PbSample *samples;
 	PbSample **sample_ptrs;
 	PbLabel *labels;
@@ -187,8 +190,20 @@ static int build(struct pprof_enc *e)
 	e->loc_ids = calloc(n_loc_ids + 1, sizeof(*e->loc_ids));
 	e->n_types = 2;
 	for (i = 1; i < p->n_samples; i++)
-		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU)
-			e->n_types = 3;
+		if (p->samples[i].kind == OP_SAMPLE_OFF_CPU && !e->col[OP_SAMPLE_OFF_CPU])
+			e->col[OP_SAMPLE_OFF_CPU] = e->n_types++;
+	for (i = 1; i < p->n_samples; i++) {
+		if (p->samples[i].kind >= OP_SAMPLE_ALLOC_OBJECTS &&
+		    p->samples[i].kind <= OP_SAMPLE_INUSE_SPACE) {
+			/* all four, as Go writes a heap profile */
+			for (j = OP_SAMPLE_ALLOC_OBJECTS; j <= OP_SAMPLE_INUSE_SPACE; j++)
+				e->col[j] = e->n_types++;
+			break;
+		}
+	}
+	for (i = 1; i < p->n_samples; i++)
+		if (p->samples[i].kind == OP_SAMPLE_PROBE && !e->col[OP_SAMPLE_PROBE])
+			e->col[OP_SAMPLE_PROBE] = e->n_types++;
 	e->values = calloc((size_t)n * e->n_types + 1, sizeof(*e->values));
 	if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->loc_ids ||
 	    !e->values)
@@ -199,8 +214,15 @@ static int build(struct pprof_enc *e)
 	S(e, p->wk[OP_WK_COUNT]);
 	S(e, p->wk[OP_WK_CPU]);
 	S(e, p->wk[OP_WK_NANOSECONDS]);
-	if (e->n_types == 3)
-		S(e, p->wk[OP_WK_OFF_CPU]);
+	for (j = OP_SAMPLE_OFF_CPU; j < OP_SAMPLE_KINDS; j++) {
+		uint32_t type, unit;
+
+		if (!e->col[j])
+			continue;
+		op_kind_type(p, j, &type, &unit);
+		S(e, type);
+		S(e, unit);
+	}
 
 	S(e, p->wk[OP_WK_ID]);
 
@@ -219,9 +241,9 @@ static int build(struct pprof_enc *e)
 			e->loc_ids[li++] = op_remap_use(&e->locs, p->stack_locs[st->first + j]);
 		ps->value = &e->values[e->n_types * i];
 		ps->n_value = e->n_types;
-		if (s->kind == OP_SAMPLE_OFF_CPU) {
+		if (s->kind != OP_SAMPLE_CPU) {
 			/* calloc'ed: no CPU samples, no CPU time */
-			ps->value[2] = s->value;
+			ps->value[e->col[s->kind]] = s->value;
 		} else {
 			ps->value[0] = s->count;
 			ps->value[1] = (int64_t)s->count * (int64_t)p->opts.period_ns;
@@ -335,7 +357,7 @@ static int build(struct pprof_enc *e)
 		e->strings[i] = (char *)p->strs[e->strs.order[i]].s;
 
 	perftools__profiles__profile__init(&e->prof);
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 3 + OP_SAMPLE_KINDS; i++)
 		perftools__profiles__value_type__init(&e->vt[i]);
 	e->vt[0].type = S(e, p->wk[OP_WK_SAMPLES]);
 	e->vt[0].unit = S(e, p->wk[OP_WK_COUNT]);
@@ -343,11 +365,19 @@ static int build(struct pprof_enc *e)
 	e->vt[1].unit = e->vt[2].unit = S(e, p->wk[OP_WK_NANOSECONDS]);
 	e->vt_ptrs[0] = &e->vt[0];
 	e->vt_ptrs[1] = &e->vt[1];
-	if (e->n_types == 3) {
-		e->vt[3].type = S(e, p->wk[OP_WK_OFF_CPU]);
-		e->vt[3].unit = S(e, p->wk[OP_WK_NANOSECONDS]);
-		e->vt_ptrs[2] = &e->vt[3];
-		/* `go tool pprof` shows the CPU time unless -sample_index=off_cpu */
+	for (j = OP_SAMPLE_OFF_CPU; j < OP_SAMPLE_KINDS; j++) {
+		uint32_t type, unit;
+
+		if (!e->col[j])
+			continue;
+		op_kind_type(p, j, &type, &unit);
+		e->vt[1 + e->col[j]].type = S(e, type);
+		e->vt[1 + e->col[j]].unit = S(e, unit);
+		e->vt_ptrs[e->col[j]] = &e->vt[1 + e->col[j]];
+	}
+	if (e->n_types > 2) {
+		/* `go tool pprof` shows the CPU time unless -sample_index=off_cpu, inuse_space...
+		 */
 		e->prof.default_sample_type = S(e, p->wk[OP_WK_CPU]);
 	}
 	e->prof.n_sample_type = e->n_types;

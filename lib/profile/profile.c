@@ -888,7 +888,7 @@ int op_profile_add_sample(struct op_profile *p, const struct op_sample_desc *d)
 	}
 	s = &p->samples[idx];
 	s->count++;
-	if (d->kind == OP_SAMPLE_OFF_CPU)
+	if (d->kind != OP_SAMPLE_CPU)
 		s->value += d->value;
 	p->processes[s->process].events++;
 	p->ev_sample[p->n_events] = idx;
@@ -952,6 +952,12 @@ static const char *const wk_strings[OP_WK_MAX] = {
 	[OP_WK_ID] = "id",
 	[OP_WK_OFF_CPU] = "off_cpu",
 	[OP_WK_THREAD_STATE] = "thread.state",
+	[OP_WK_ALLOC_OBJECTS] = "alloc_objects",
+	[OP_WK_ALLOC_SPACE] = "alloc_space",
+	[OP_WK_INUSE_OBJECTS] = "inuse_objects",
+	[OP_WK_INUSE_SPACE] = "inuse_space",
+	[OP_WK_BYTES] = "bytes",
+	[OP_WK_EVENTS] = "events",
 };
 
 struct op_profile *op_profile_new(const struct op_profile_opts *opts)

@@ -123,7 +123,13 @@ struct op_process_desc {
 enum op_sample_kind {
 	OP_SAMPLE_CPU = 0,     /* a cpu-clock sample: samples/count, cpu/nanoseconds */
 	OP_SAMPLE_OFF_CPU = 1, /* time off the CPU: off_cpu/nanoseconds (value) */
-	OP_SAMPLE_KINDS = 2,
+	/* allocations, Go's heap profile types (values: estimates of the whole) */
+	OP_SAMPLE_ALLOC_OBJECTS = 2, /* alloc_objects/count */
+	OP_SAMPLE_ALLOC_SPACE = 3,   /* alloc_space/bytes */
+	OP_SAMPLE_INUSE_OBJECTS = 4, /* inuse_objects/count */
+	OP_SAMPLE_INUSE_SPACE = 5,   /* inuse_space/bytes */
+	OP_SAMPLE_PROBE = 6, /* a traced function was hit (probe_links): events/count (value 1) */
+	OP_SAMPLE_KINDS = 7,
 };
 
 struct op_sample_desc {
@@ -137,7 +143,8 @@ struct op_sample_desc {
 	const struct op_kv *labels;
 	size_t n_labels;
 	enum op_sample_kind kind;
-	int64_t value;		  /* OP_SAMPLE_OFF_CPU: nanoseconds; ignored for CPU */
+	int64_t value; /* off-CPU: nanoseconds; alloc kinds: objects or bytes; probe: events; not
+			  CPU */
 	const char *thread_state; /* off-CPU: the state it left the CPU in, or NULL */
 	/* the span the sample ran in (an OTLP link), both or neither */
 	const uint8_t *trace_id; /* 16 bytes */

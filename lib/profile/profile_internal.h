@@ -161,6 +161,12 @@ enum op_wk {
 	OP_WK_ID,
 	OP_WK_OFF_CPU,
 	OP_WK_THREAD_STATE,
+	OP_WK_ALLOC_OBJECTS, /* OP_WK_ALLOC_OBJECTS - 2 + enum op_sample_kind: in that order */
+	OP_WK_ALLOC_SPACE,
+	OP_WK_INUSE_OBJECTS,
+	OP_WK_INUSE_SPACE,
+	OP_WK_BYTES,
+	OP_WK_EVENTS, /* probe hits: events/count, the upstream profiler's sample type */
 	OP_WK_MAX,
 };
 
@@ -232,6 +238,24 @@ struct op_profile {
 
 	uint32_t wk[OP_WK_MAX];
 };
+
+/* The sample type of a kind with values of its own (not CPU): its type and unit strings. */
+static inline void op_kind_type(const struct op_profile *p, unsigned int kind, uint32_t *type,
+				uint32_t *unit)
+{
+	if (kind == OP_SAMPLE_OFF_CPU) {
+		*type = p->wk[OP_WK_OFF_CPU];
+		*unit = p->wk[OP_WK_NANOSECONDS];
+	} else if (kind == OP_SAMPLE_PROBE) {
+		*type = p->wk[OP_WK_EVENTS];
+		*unit = p->wk[OP_WK_COUNT];
+	} else {
+		*type = p->wk[OP_WK_ALLOC_OBJECTS - OP_SAMPLE_ALLOC_OBJECTS + kind];
+		*unit = kind == OP_SAMPLE_ALLOC_SPACE || kind == OP_SAMPLE_INUSE_SPACE
+				? p->wk[OP_WK_BYTES]
+				: p->wk[OP_WK_COUNT];
+	}
+}
 
 /* Lookup helpers for tests and encoders. */
 static inline const char *op_profile_str(const struct op_profile *p, uint32_t idx)

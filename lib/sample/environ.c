@@ -174,7 +174,60 @@ int op_resource_from_environ(const char *env, size_t len, struct op_resource *ou
 	return 0;
 }
 
+/* Is the @nlen-byte name at @name in the comma-separated list @names? */
+static bool name_listed(const char *names, const char *name, size_t nlen)
+{
+	const char *p = names;
+
+	while (*p) {
+		const char *comma = strchr(p, ','), *s = p, *e;
+
+		if (!comma)
+			comma = p + strlen(p);
+		e = comma;
+		trim(&s, &e);
+		if ((size_t)(e - s) == nlen && !memcmp(s, name, nlen))
+			return true;
+		p = *comma ? comma + 1 : comma;
+	}
+	return false;
+}
+
+int op_resource_env_vars(const char *env, size_t len, const char *names, struct op_resource *out)
+{
+	const char *p = env, *end = env + len;
+	char key[OP_RESOURCE_MAX_KEY + 1];
+	const size_t plen = sizeof(OP_ENV_VAR_ATTR_PREFIX) - 1;
+	int err;
+
+	if (!names || !*names)
+		return 0;
+	memcpy(key, OP_ENV_VAR_ATTR_PREFIX, plen);
+	while (p < end) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+		size_t l = nul ? (size_t)(nul - p) : (size_t)(end - p);
+		const char *eq = memchr(p, '=', l);
+
+		if (eq && eq > p && plen + (size_t)(eq - p) <= OP_RESOURCE_MAX_KEY &&
+		    name_listed(names, p, (size_t)(eq - p))) {
+			size_t klen = plen + (size_t)(eq - p);
+
+			memcpy(key + plen, p, (size_t)(eq - p));
+			err = put(out, key, klen, eq + 1, l - (size_t)(eq - p) - 1);
+			if (err)
+				return err;
+		}
+		p += l + 1;
+	}
+	return 0;
+}
+
 int op_resource_read(int pid, struct op_resource *out)
+{
+	return op_resource_read_vars(pid, true, NULL, out);
+}
+
+int op_resource_read_vars(int pid, bool otel, const char *names, struct op_resource *out)
 {
 	char path[32], *buf;
 	size_t len = 0;
@@ -195,7 +248,9 @@ int op_resource_read(int pid, struct op_resource *out)
 	       (n = read(fd, buf + len, OP_ENVIRON_MAX_BYTES - len)) > 0)
 		len += (size_t)n;
 	close(fd);
-	err = op_resource_from_environ(buf, len, out);
+	err = otel ? op_resource_from_environ(buf, len, out) : 0;
+	if (!err)
+		err = op_resource_env_vars(buf, len, names, out);
 	free(buf);
 	return err;
 }

@@ -8,6 +8,7 @@
 #ifndef OTELPROF_ENVIRON_H
 #define OTELPROF_ENVIRON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Bounds: bytes of /proc/PID/environ read, attributes kept, key and value lengths. */
@@ -37,5 +38,22 @@ int op_resource_from_environ(const char *env, size_t len, struct op_resource *ou
 
 /* Read /proc/@pid/environ and parse it (op_resource_from_environ). 0, -errno. */
 int op_resource_read(int pid, struct op_resource *out);
+
+/* The prefix of an included environment variable's resource attribute (upstream's key). */
+#define OP_ENV_VAR_ATTR_PREFIX "process.environment_variable."
+
+/*
+ * Add the variables of @env (as op_resource_from_environ) whose names are listed in @names
+ * (comma-separated, blanks around names ignored) to @out as OP_ENV_VAR_ATTR_PREFIX<NAME> =
+ * value - the upstream receiver's include_env_vars. Names or values beyond the bounds are
+ * skipped. Pure; fuzzed. Returns 0 or -ENOMEM (@out keeps what was added).
+ */
+int op_resource_env_vars(const char *env, size_t len, const char *names, struct op_resource *out);
+
+/*
+ * Read /proc/@pid/environ once into @out: OpenTelemetry attributes if @otel, the variables
+ * listed in @names (NULL: none). 0, -errno.
+ */
+int op_resource_read_vars(int pid, bool otel, const char *names, struct op_resource *out);
 
 #endif

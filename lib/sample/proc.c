@@ -31,7 +31,8 @@ struct op_proctab {
 	struct proc_entry **buckets;
 	size_t nbuckets;
 	size_t n;
-	bool environ; /* read OpenTelemetry resource attributes from each environment */
+	bool environ;	/* read OpenTelemetry resource attributes from each environment */
+	char *env_vars; /* variables added as resource attributes (include_env_vars); or NULL */
 };
 
 static uint64_t now_mono_ns(void)
@@ -447,6 +448,7 @@ void op_proctab_free(struct op_proctab *t)
 			entry_free(e);
 		}
 	free(t->buckets);
+	free(t->env_vars);
 	free(t);
 }
 
@@ -454,6 +456,25 @@ void op_proctab_read_environ(struct op_proctab *t, bool on)
 {
 	if (t)
 		t->environ = on;
+}
+
+int op_proctab_include_env_vars(struct op_proctab *t, const char *names)
+{
+	char *c = names && *names ? strdup(names) : NULL;
+
+	if (!t || (names && *names && !c))
+		return -ENOMEM;
+	free(t->env_vars);
+	t->env_vars = c;
+	return 0;
+}
+
+int op_proctab_resource_read(const struct op_proctab *t, int pid, struct op_resource *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!t || (!t->environ && !t->env_vars))
+		return 0;
+	return op_resource_read_vars(pid, t->environ, t->env_vars, out);
 }
 
 size_t op_proctab_count(const struct op_proctab *t)
@@ -485,8 +506,8 @@ struct op_proc *op_proctab_get(struct op_proctab *t, int pid)
 	}
 	set_exe(&e->p, read_exe(pid));
 	e->p.container_id = read_container_id(pid);
-	if (t->environ)
-		op_resource_read(pid, &e->p.resource); /* unreadable: no attributes, not an error */
+	/* unreadable: no attributes, not an error */
+	op_proctab_resource_read(t, pid, &e->p.resource);
 	e->p.loaded_ns = now_mono_ns();
 	if (t->n >= t->nbuckets)
 		grow(t);
@@ -560,11 +581,11 @@ int op_proctab_refresh(struct op_proctab *t, int pid, bool force)
 			free(e->p.container_id);
 			e->p.container_id = cid;
 		}
-		if (t->environ) {
+		if (t->environ || t->env_vars) {
 			struct op_resource r;
 
 			/* exec may set a new environment; keep the old one if it is gone */
-			if (op_resource_read(pid, &r) == 0) {
+			if (op_proctab_resource_read(t, pid, &r) == 0) {
 				op_resource_free(&e->p.resource);
 				e->p.resource = r;
 			}

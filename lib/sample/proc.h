@@ -57,6 +57,10 @@ struct op_proctab;
 struct op_proctab *op_proctab_new(struct op_filecache *files);
 /* Read each process's OpenTelemetry resource attributes from its environment (default off). */
 void op_proctab_read_environ(struct op_proctab *t, bool on);
+/* Also add these environment variables (comma-separated names) as resource attributes. */
+int op_proctab_include_env_vars(struct op_proctab *t, const char *names);
+/* Read @pid's environment as the table is configured to (nothing: @out empty). 0, -errno. */
+int op_proctab_resource_read(const struct op_proctab *t, int pid, struct op_resource *out);
 void op_proctab_free(struct op_proctab *t);
 
 /* The tracked process @pid, read from /proc on first sight; NULL if it never could be read. */

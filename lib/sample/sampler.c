@@ -24,7 +24,8 @@ struct op_sampler {
 	struct bpf_link **perf_links;
 	int n_cpus; /* possible CPUs: index space of perf_fds */
 	bool attached;
-	struct bpf_link *offcpu_link; /* sched_switch, while attached with off-CPU on */
+	struct bpf_link *offcpu_link;  /* sched_switch, while attached with off-CPU on */
+	struct bpf_link **probe_links; /* opts.probe_cnt uprobes, while attached */
 };
 
 /*
@@ -113,6 +114,84 @@ static void set_offcpu(struct sampler_bpf *skel, double p)
 		bpf_map__set_max_entries(skel->maps.offcpu_start, 1);
 }
 
+/* The probe program and its walk chain are loaded only when probes are configured. */
+static void set_probes(struct sampler_bpf *skel, bool on)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program (prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+		size_t len = strlen(name);
+
+		if (strcmp(name, "on_probe") && (len <= 6 || strcmp(name + len - 6, "_probe")))
+			continue;
+		bpf_program__set_autoattach(prog, false);
+		if (!on)
+			bpf_program__set_autoload(prog, false);
+	}
+}
+
+/* Attach the probe program to each traced function (probe_links). */
+static int attach_probes(struct op_sampler *s)
+{
+	if (!s->opts.probe_cnt)
+		return 0;
+	s->probe_links = calloc(s->opts.probe_cnt, sizeof(*s->probe_links));
+	if (!s->probe_links)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->opts.probe_cnt; i++) {
+		const struct otelprof_probe *pr = &s->opts.probes[i];
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = pr->symbol, .retprobe = pr->ret);
+
+		s->probe_links[i] = bpf_program__attach_uprobe_opts(s->skel->progs.on_probe, -1,
+								    pr->binary, 0, &uo);
+		if (!s->probe_links[i]) {
+			int err = -errno;
+
+			op_err("cannot attach %s to %s in %s: %s (check the binary's path and that "
+			       "it "
+			       "has the symbol: nm -D %s)",
+			       pr->ret ? "uretprobe" : "uprobe", pr->symbol, pr->binary,
+			       strerror(-err), pr->binary);
+			return -OTELPROF_ERR_PERF_EVENT;
+		}
+		op_debug("probe %s:%s:%s attached", pr->ret ? "uretprobe" : "uprobe", pr->binary,
+			 pr->symbol);
+	}
+	return 0;
+}
+
+/*
+ * Allocations (bpf/sample/alloc.bpf.h): the mean, the in-use map's size, and the programs.
+ * lib/sample/alloc.c attaches them by symbol, never the skeleton; off, the uprobe chain (names
+ * starting "alloc_" or ending "_alloc") is not loaded.
+ */
+static void set_alloc(struct sampler_bpf *skel, uint64_t mean, uint32_t inuse_max)
+{
+	struct bpf_program *prog;
+
+	skel->rodata->alloc_mean = mean;
+	skel->rodata->alloc_self = (__u32)getpid();
+	bpf_object__for_each_program (prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+		size_t len = strlen(name);
+		bool ours = !strncmp(name, "alloc_", 6) ||
+			    (len > 6 && !strcmp(name + len - 6, "_alloc"));
+
+		if (ours)
+			bpf_program__set_autoattach(prog, false);
+		if (ours && !mean)
+			bpf_program__set_autoload(prog, false);
+	}
+	if (!mean) {
+		bpf_map__set_max_entries(skel->maps.alloc_threads, 1);
+		bpf_map__set_max_entries(skel->maps.alloc_calls, 1);
+		bpf_map__set_max_entries(skel->maps.alloc_inuse, 1);
+	} else if (inuse_max) {
+		bpf_map__set_max_entries(skel->maps.alloc_inuse, inuse_max);
+	}
+}
+
 /*
  * Every loaded walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h) gets its
  * continuations: unwind_native_<chain> and unwind_interp_<chain>. A chain that is off was not
@@ -192,7 +271,10 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	}
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->labels_enabled = opts->labels;
+	s->skel->rodata->idle_frames = opts->idle_frames;
+	set_probes(s->skel, opts->probe_cnt > 0);
 	set_offcpu(s->skel, opts->off_cpu_threshold);
+	set_alloc(s->skel, opts->alloc_mean, opts->alloc_inuse_max);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
 				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
@@ -349,6 +431,9 @@ int op_sampler_attach(struct op_sampler *s)
 			goto out;
 		}
 	}
+	err = attach_probes(s);
+	if (err)
+		goto out;
 	s->attached = true;
 	err = 0;
 out:
@@ -371,6 +456,10 @@ void op_sampler_detach(struct op_sampler *s)
 	}
 	bpf_link__destroy(s->offcpu_link);
 	s->offcpu_link = NULL;
+	for (size_t i = 0; s->probe_links && i < s->opts.probe_cnt; i++)
+		bpf_link__destroy(s->probe_links[i]);
+	free(s->probe_links);
+	s->probe_links = NULL;
 	s->attached = false;
 }
 
@@ -382,6 +471,12 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 	if (n == 0)
 		n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
+}
+
+void op_sampler_pause(struct op_sampler *s, bool paused)
+{
+	if (s && s->skel->bss)
+		__atomic_store_n(&s->skel->bss->sampling_paused, paused, __ATOMIC_RELAXED);
 }
 
 int op_sampler_drain(struct op_sampler *s)

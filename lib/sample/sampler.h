@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "bpf/types.h"
+#include "otelprof.h"
 
 /* Called for each record (struct op_trace / op_proc_event, type in op_event_hdr). */
 typedef void (*op_event_fn)(void *ctx, const void *data, size_t size);
@@ -21,9 +22,15 @@ struct op_sampler_opts {
 	bool labels; /* read the labels threads publish (bpf/sample/labels.bpf.h) */
 	/* off-CPU: probability that an interval off the CPU is sampled; 0 = off (not loaded) */
 	double off_cpu_threshold;
+	/* allocations: mean bytes between samples, 0 = off (not loaded); in-use map entries */
+	uint64_t alloc_mean;
+	uint32_t alloc_inuse_max;
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;
+	bool idle_frames;		     /* record the idle task's samples (pid 0) */
+	const struct otelprof_probe *probes; /* uprobes sampling the stack (probe_links) */
+	size_t probe_cnt;
 	op_event_fn on_event;
 	void *ctx;
 };
@@ -52,6 +59,8 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms);
 int op_sampler_drain(struct op_sampler *s);
 /* Sum of the per-CPU counters (enum op_counter) into @out[OP_CNT_MAX]. */
 int op_sampler_counters(struct op_sampler *s, uint64_t *out);
+/* Pause (or resume) on-CPU sampling: the perf program returns at once while paused. */
+void op_sampler_pause(struct op_sampler *s, bool paused);
 void op_sampler_close(struct op_sampler *s);
 
 #endif

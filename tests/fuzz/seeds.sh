@@ -13,7 +13,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,hotspot}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,hotspot}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -25,6 +25,9 @@ for w in "$BUILD"/workloads/*; do
 	objcopy --only-keep-debug "$w" "$dir/cfi/$n.debug" 2>/dev/null || true
 done
 cp "$dir/elf/"*nofp* "$dir/cfi/" 2>/dev/null || true
+# allocator symbols: the in-process sampler (its own malloc...) and a static-free workload
+cp "$BUILD/libotelprof_alloc.so" "$dir/allocsyms/" 2>/dev/null || true
+cp "$dir/elf/alloc" "$dir/elf/alloc-nofp" "$dir/allocsyms/" 2>/dev/null || true
 
 # the vDSO as this kernel maps it
 python3 - "$dir" <<'PY' || true

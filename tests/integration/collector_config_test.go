@@ -10,7 +10,7 @@ import (
 // builds (no privileges needed: `validate` starts nothing).
 func TestCollectorShippedConfigsValidate(t *testing.T) {
 	bin := buildPath(t, "otelcol-otelprof")
-	for _, name := range []string{"local.yaml", "agent.yaml", "gateway.yaml"} {
+	for _, name := range []string{"local.yaml", "agent.yaml", "gateway.yaml", "pull-mode.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			r := run(t, time.Minute, bin, "validate", "--config", shippedConfig(t, name),
 				"--feature-gates=service.profilesSupport")
@@ -28,7 +28,7 @@ func TestCollectorComponents(t *testing.T) {
 		t.Fatalf("components: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, want := range []string{"name: ebpfprofiler", "name: otlp\n", "name: debug", "name: file",
-		"name: otlp_grpc", "name: otlp_http", "name: memory_limiter"} {
+		"name: otlp_grpc", "name: otlp_http", "name: memory_limiter", "name: pprof"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("components lack %q:\n%s", strings.TrimSpace(want), r.stdout)
 		}

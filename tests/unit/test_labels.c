@@ -94,6 +94,28 @@ static void test_environ(void)
 		CHECK(!op_resource_get(&r, "long"));
 		op_resource_free(&r);
 	}
+	{
+		/* include_env_vars (issue 22): listed names only, exact, blanks around names */
+		const char *const vars[] = { "HOME=/root", "HOMER=simpson",	    "EMPTY=",
+					     "A=1=2",	   "OTEL_SERVICE_NAME=svc", "=x",
+					     NULL };
+
+		n = env_block(buf, sizeof(buf), vars);
+		memset(&r, 0, sizeof(r));
+		CHECK_EQ(op_resource_env_vars(buf, n, " HOME , EMPTY,A,,MISSING", &r), 0);
+		CHECK_STR(op_resource_get(&r, "process.environment_variable.HOME"), "/root");
+		CHECK_STR(op_resource_get(&r, "process.environment_variable.EMPTY"), "");
+		CHECK_STR(op_resource_get(&r, "process.environment_variable.A"), "1=2");
+		CHECK(!op_resource_get(&r, "process.environment_variable.HOMER"));
+		CHECK(!op_resource_get(&r, "process.environment_variable.MISSING"));
+		CHECK_EQ(r.n, 3);
+		op_resource_free(&r);
+		/* nothing listed: nothing added */
+		CHECK_EQ(op_resource_env_vars(buf, n, "", &r), 0);
+		CHECK_EQ(r.n, 0);
+		CHECK_EQ(op_resource_env_vars(buf, n, NULL, &r), 0);
+		CHECK_EQ(r.n, 0);
+	}
 }
 
 static void test_links(void)

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "profile/profile_internal.h"
+#include "profile/read.h"
 
 static double now_s(void)
 {
@@ -237,6 +238,76 @@ static void test_samples(void)
 	op_profile_free(p);
 }
 
+/* The value of type/unit summed over @d's samples; -1 if @d has no such type. */
+static int64_t type_total(const struct op_data *d, const char *type, const char *unit)
+{
+	int64_t sum = 0;
+
+	for (uint32_t t = 0; t < d->n_types; t++) {
+		if (strcmp(op_data_s(d, d->types[t].type), type) ||
+		    strcmp(op_data_s(d, d->types[t].unit), unit))
+			continue;
+		for (uint32_t i = 0; i < d->samples.n; i++)
+			sum += d->values[(size_t)i * d->n_types + t];
+		return sum;
+	}
+	return -1;
+}
+
+/*
+ * Probe hits (issue 22, probe_links): their own kind, merged per stack and thread with their
+ * number as value, written as events/count beside the CPU samples in OTLP and pprof.
+ */
+static void test_probe_kind(void)
+{
+	struct op_profile_opts o = { .period_ns = 50000000, .start_ns = 1000 };
+	struct op_profile *p = op_profile_new(&o);
+	struct op_process_desc pa = { .pid = 10, .executable_name = "a" };
+	struct op_function_desc fd = { .name = "traced" };
+	struct op_line_desc ln;
+	struct op_sample_desc s;
+	uint32_t loc, st;
+	uint8_t *buf;
+	size_t len;
+	char err[128];
+
+	REQUIRE(p);
+	ln = (struct op_line_desc){ .function = op_profile_function(p, &fd) };
+	loc = op_profile_location(p, 0, 0x1000, &ln, 1, OP_FRAME_NATIVE);
+	st = op_profile_stack(p, &loc, 1);
+	s = (struct op_sample_desc){ .stack = st,
+				     .process = &pa,
+				     .tid = 11,
+				     .thread_name = "w",
+				     .cpu = 1,
+				     .timestamp_ns = 2000 };
+	CHECK_EQ(op_profile_add_sample(p, &s), 0); /* one CPU sample */
+	s.kind = OP_SAMPLE_PROBE;
+	s.value = 1;
+	for (int i = 0; i < 3; i++) {
+		s.timestamp_ns = 3000 + i;
+		CHECK_EQ(op_profile_add_sample(p, &s), 0);
+	}
+	CHECK_EQ(p->n_samples - 1, 2); /* the probe hits are one sample, apart from the CPU one */
+	CHECK_EQ(p->samples[2].kind, OP_SAMPLE_PROBE);
+	CHECK_EQ(p->samples[2].value, 3);
+	CHECK_EQ(p->samples[2].count, 3);
+
+	for (int f = 0; f < 2; f++) {
+		struct op_data *d;
+		enum op_format fmt;
+
+		REQUIRE((f ? op_encode_pprof(p, &buf, &len) : op_encode_otlp(p, &buf, &len)) == 0);
+		d = op_read_buf(buf, len, &fmt, err, sizeof(err));
+		REQUIRE(d);
+		CHECK_EQ(type_total(d, "events", "count"), 3);
+		CHECK_EQ(type_total(d, "samples", "count"), 1);
+		op_data_free(d);
+		free(buf);
+	}
+	op_profile_free(p);
+}
+
 /* Many entries: nothing quadratic, everything still deduplicated. */
 static void test_scale(void)
 {
@@ -293,6 +364,7 @@ int main(void)
 	test_strings();
 	test_dictionary_dedup();
 	test_samples();
+	test_probe_kind();
 	test_scale();
 	return check_done();
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Level is the severity of a library log message (enum otelprof_log_level).
@@ -43,6 +44,8 @@ type Options struct {
 	FramePointers bool
 	// OffCPUThreshold is the probability that an off-CPU interval is recorded; 0 = off.
 	OffCPUThreshold float64
+	// AllocMeanBytes is the mean bytes between sampled allocations; 0 = off.
+	AllocMeanBytes uint64
 	// NoLabels leaves thread labels unread and samples unlinked (OTELPROF_F_NO_LABELS).
 	NoLabels bool
 	// NoEnvResource leaves processes' OTEL_* environment unread (OTELPROF_F_NO_ENV_RESOURCE).
@@ -50,6 +53,35 @@ type Options struct {
 	// RingBufferBytes sizes the BPF ring buffer (power of two >= 64 KiB; 0 = 1 MiB per
 	// online CPU, from 1 to 4 MiB).
 	RingBufferBytes int
+
+	// Drop-in for the upstream receiver (issue 22).
+	//
+	// RuntimesOff names language runtimes (their op_runtime names: golabels, customlabels,
+	// python, v8, hotspot, ...) not to start.
+	RuntimesOff []string
+	// IncludeEnvVars names environment variables added to each process's resource
+	// attributes as process.environment_variable.<NAME>.
+	IncludeEnvVars []string
+	// ProbabilisticThreshold (1..99; 0 or >= 100 = always on) is the chance in 100 that
+	// sampling is on during each ProbabilisticInterval.
+	ProbabilisticThreshold uint
+	ProbabilisticInterval  time.Duration
+	// NoErrorFrames drops the "[unwind error: reason]" marker frames.
+	NoErrorFrames bool
+	// IdleFrames records the idle task's samples (pid 0, kernel stack).
+	IdleFrames bool
+	// ClockSyncInterval is how often the wall clock's offset is measured again; 0 = once.
+	ClockSyncInterval time.Duration
+	// Probes are functions whose every call (or return) is a sample (struct otelprof_probe).
+	Probes []Probe
+	// RuntimesWanted names runtimes asked for by name; the library warns about one it lacks.
+	RuntimesWanted []string
+}
+
+// Probe is a traced function: Symbol in the executable or library Binary, on return if Ret.
+type Probe struct {
+	Binary, Symbol string
+	Ret            bool
 }
 
 // Stats mirrors struct otelprof_stats.
@@ -69,6 +101,17 @@ type Stats struct {
 	// had no room for (their stacks fall back to frame pointers).
 	UnwindProcsFull  uint64
 	UnwindTablesFull uint64
+	// OffCPUIntervals and OffCPUUnpaired count off-CPU intervals recorded and stacks whose
+	// interval never ended in view.
+	OffCPUIntervals uint64
+	OffCPUUnpaired  uint64
+	// ProbIntervals and ProbIntervalsOn count probabilistic profiling's intervals begun and
+	// those with sampling on.
+	ProbIntervals   uint64
+	ProbIntervalsOn uint64
+	// Binaries open in the file cache; SymbolizeBacklogBytes is queued, unsymbolized work.
+	Binaries              uint64
+	SymbolizeBacklogBytes uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.

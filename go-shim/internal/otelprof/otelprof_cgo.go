@@ -32,6 +32,7 @@ import "C"
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -89,6 +90,7 @@ func Open(opts Options) (*Profiler, error) {
 	o.frequency_hz = C.uint(opts.FrequencyHz)
 	o.ringbuf_bytes = C.size_t(opts.RingBufferBytes)
 	o.off_cpu_threshold = C.double(opts.OffCPUThreshold)
+	o.alloc_mean_bytes = C.uint64_t(opts.AllocMeanBytes)
 	if opts.NoKernelStacks {
 		o.flags |= C.OTELPROF_F_NO_KERNEL_STACKS
 	}
@@ -103,6 +105,39 @@ func Open(opts Options) (*Profiler, error) {
 	}
 	if opts.FramePointers {
 		o.flags |= C.OTELPROF_F_FRAME_POINTERS
+	}
+	if len(opts.RuntimesOff) > 0 {
+		cs := C.CString(strings.Join(opts.RuntimesOff, ","))
+		defer C.free(unsafe.Pointer(cs))
+		o.runtimes_off = cs
+	}
+	if len(opts.RuntimesWanted) > 0 {
+		cs := C.CString(strings.Join(opts.RuntimesWanted, ","))
+		defer C.free(unsafe.Pointer(cs))
+		o.runtimes_wanted = cs
+	}
+	if len(opts.IncludeEnvVars) > 0 {
+		cs := C.CString(strings.Join(opts.IncludeEnvVars, ","))
+		defer C.free(unsafe.Pointer(cs))
+		o.include_env_vars = cs
+	}
+	o.probabilistic_threshold = C.uint(opts.ProbabilisticThreshold)
+	o.probabilistic_interval_ns = C.uint64_t(opts.ProbabilisticInterval.Nanoseconds())
+	o.no_error_frames = C.bool(opts.NoErrorFrames)
+	o.idle_frames = C.bool(opts.IdleFrames)
+	o.clock_sync_interval_ns = C.uint64_t(opts.ClockSyncInterval.Nanoseconds())
+	if n := len(opts.Probes); n > 0 {
+		probes := (*C.struct_otelprof_probe)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_otelprof_probe{}))))
+		defer C.free(unsafe.Pointer(probes))
+		for i, dst := 0, unsafe.Slice(probes, n); i < n; i++ {
+			dst[i].binary = C.CString(opts.Probes[i].Binary)
+			defer C.free(unsafe.Pointer(dst[i].binary))
+			dst[i].symbol = C.CString(opts.Probes[i].Symbol)
+			defer C.free(unsafe.Pointer(dst[i].symbol))
+			dst[i].ret = C.bool(opts.Probes[i].Ret)
+		}
+		o.probes = probes
+		o.probe_cnt = C.size_t(n)
 	}
 	if n := len(opts.PIDs); n > 0 {
 		pids := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int(0)))))
@@ -200,6 +235,13 @@ func (p *Profiler) Stats() (Stats, error) {
 		UnwindErrors:     map[string]uint64{},
 		UnwindProcsFull:  uint64(st.unwind_procs_full),
 		UnwindTablesFull: uint64(st.unwind_tables_full),
+		OffCPUIntervals:  uint64(st.off_cpu_intervals),
+		OffCPUUnpaired:   uint64(st.off_cpu_unpaired),
+		ProbIntervals:    uint64(st.prob_intervals),
+		ProbIntervalsOn:  uint64(st.prob_intervals_on),
+		Binaries:         uint64(st.binaries),
+
+		SymbolizeBacklogBytes: uint64(st.symbolize_backlog_bytes),
 	}
 	for i := 1; i < C.OTELPROF_UNWIND_ERROR_MAX; i++ {
 		if n := uint64(st.unwind_errors[i]); n != 0 {
