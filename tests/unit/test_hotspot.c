@@ -116,6 +116,13 @@ static void test_broken(void)
 	hs_img_jdk17(&im);
 	hs_img_put64(&im, 8 * OP_HS_STRUCT_ADDRESS, 48); /* the address outside the entry */
 	CHECK_EQ(read_img(&vm), -EINVAL);
+	/* member offsets that wrap around when the member's size is added (found by fuzzing) */
+	hs_img_jdk17(&im);
+	hs_img_put64(&im, 8 * OP_HS_INT_VALUE, UINT64_MAX - 1);
+	CHECK_EQ(read_img(&vm), -EINVAL);
+	hs_img_jdk17(&im);
+	hs_img_put64(&im, 8 * OP_HS_STRUCT_OFFSET, UINT64_MAX - 3);
+	CHECK_EQ(read_img(&vm), -EINVAL);
 	hs_img_jdk17(&im);
 	hs_img_put64(&im, 8 * OP_HS_STRUCTS, HS_IMG_BASE + HS_IMG_SIZE - 40); /* runs off */
 	CHECK(read_img(&vm) < 0);

@@ -183,7 +183,7 @@ static int layout(op_hs_read_fn rd, void *ctx, const uint64_t syms[OP_HS_NSYMS],
 		err = read_u64(rd, ctx, syms[off_syms[i]], &offs[i]);
 		if (err)
 			return err;
-		if (offs[i] + 8 > *stride)
+		if (offs[i] > *stride || *stride - offs[i] < 8) /* no wrap-around */
 			return -EINVAL;
 	}
 	return 0;
@@ -273,7 +273,7 @@ static int read_ints(op_hs_read_fn rd, void *ctx, const uint64_t syms[OP_HS_NSYM
 	/* the value is an int32: only 4 bytes need to fit in the stride */
 	if ((err = read_u64(rd, ctx, syms[OP_HS_INT_VALUE], &voff)))
 		return err;
-	if (voff + 4 > stride)
+	if (voff > stride || stride - voff < 4) /* no wrap-around */
 		return -EINVAL;
 	if ((err = read_u64(rd, ctx, syms[OP_HS_INTS], &base)))
 		return err;
