@@ -28,11 +28,13 @@
 #include "runtime/customlabels.bpf.h"
 #include "runtime/python.bpf.h"
 #include "runtime/v8.bpf.h"
+#include "runtime/hotspot.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
 OP_RUNTIME_PROGRAM(v8, cpu, OP_CHAIN_CPU, "perf_event")
+OP_RUNTIME_PROGRAM(hotspot, cpu, OP_CHAIN_CPU, "perf_event")
 
 /*
  * Drop-in for the upstream receiver (issue 22): record the idle task's samples (its kernel
@@ -136,6 +138,7 @@ OP_RUNTIME_PROGRAM(v8, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
 /* CPython frames (issue 15): one program per chain, reached by tail call (runtime.bpf.h) */
 OP_RUNTIME_PROGRAM(python, cpu, OP_CHAIN_CPU, "perf_event")
 OP_RUNTIME_PROGRAM(python, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
+OP_RUNTIME_PROGRAM(hotspot, sched, OP_CHAIN_SCHED, "tp_btf/sched_switch")
 
 /*
  * Off-CPU (sample/offcpu.bpf.h): the thread coming in ends its sampled interval; the thread

@@ -31,6 +31,7 @@
 #include "runtime/golabels/golabels.h"
 #include "runtime/python/python.h"
 #include "runtime/v8/v8.h"
+#include "runtime/hotspot/hotspot.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -404,6 +405,7 @@ static const struct {
 	{ "custom labels", op_customlabels_runtime_new, true },
 	{ "Python", op_python_runtime_new, false },
 	{ "V8", op_v8_runtime_new, false },
+	{ "Java (HotSpot)", op_hotspot_runtime_new, false },
 	{ NULL, NULL, false },
 };
 

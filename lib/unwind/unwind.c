@@ -46,6 +46,8 @@
  */
 #define QUICK_REFRESH_NS 1000000ull
 #define QUICK_REFRESHES	 8
+/* a runtime that was not ready (attach() said -EAGAIN: a JVM starting) is offered it again */
+#define RT_RETRY_NS 200000000ull
 /* a table that did not fit is compiled again after this, doubling up to the maximum */
 #define RETRY_MIN_NS 1000000000ull
 #define RETRY_MAX_NS 60000000000ull
@@ -78,6 +80,7 @@ struct proc_ent {
 	unsigned int quick;	    /* quick refreshes done */
 	bool unstored;		    /* unwind_procs had no room for it at the last refresh */
 	uint32_t runtimes;	    /* bit k: runtime k attached (lib/unwind/runtime.h) */
+	bool rt_retry;		    /* a runtime asked to be attached again (-EAGAIN) */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -665,11 +668,15 @@ static void attach_runtimes(struct op_unwinder *u, struct proc_ent *p,
 			    const struct op_runtime_mapping *maps, size_t n)
 {
 	detach_runtimes(u, p);
+	p->rt_retry = false;
 	for (int k = 1; k < OP_RUNTIME_MAX; k++) {
 		const struct op_runtime *rt = u->runtimes[k];
 		struct op_runtime_proc rp = { .pid = p->pid, .maps = maps, .n_maps = n };
+		int ret = rt ? rt->attach(rt->ctx, &rp) : 0;
 
-		if (!rt || rt->attach(rt->ctx, &rp) <= 0)
+		if (ret == -EAGAIN)
+			p->rt_retry = true;
+		if (ret <= 0)
 			continue;
 		p->runtimes |= 1u << k;
 		for (size_t c = 0; c < rp.n_claims && c < OP_RUNTIME_MAX_CLAIMS; c++)
@@ -917,6 +924,11 @@ void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 		return;
 	p = *proc_slot(u, pid);
 	if (!p) {
+		refresh(u, pid);
+		return;
+	}
+	/* a runtime not ready at the last refresh (a JVM starting): offer it the process again */
+	if (p->rt_retry && now_ns() - p->refreshed_ns >= RT_RETRY_NS) {
 		refresh(u, pid);
 		return;
 	}

@@ -2,7 +2,7 @@
 #
 #   make fuzz                     every target for FUZZ_SECONDS (default 60) each
 #   make fuzz FUZZ_TARGETS=cfi    one target (names: elf cfi maps encode labels pprof otlp
-#                                 otlpjson folded allocsyms python perfmap v8elf)
+#                                 otlpjson folded allocsyms python perfmap v8elf hotspot)
 #   make test                     runs $(BUILD)/tests/test_fuzz_smoke: every target for
 #                                 FUZZ_SMOKE_SECONDS (default 10) each
 #
@@ -53,7 +53,8 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/fuzz_profil
 # maps lines of live processes, encoder programs.
 FUZZ_SEEDS_STAMP := $(FUZZ_DIR)/seeds/.stamp
 $(FUZZ_SEEDS_STAMP): tests/fuzz/seeds.sh $(wildcard tests/fuzz/regressions/*/*) $(WORKLOADS) \
-		$(WORKLOADS_NOFP) $(CLI) $(BUILD)/fixtures/fixture_otlp $(BUILD)/fixtures/fixture_bigprofile
+		$(WORKLOADS_NOFP) $(CLI) $(BUILD)/fixtures/fixture_otlp $(BUILD)/fixtures/fixture_bigprofile \
+		$(BUILD)/tests/test_hotspot
 	$(call msg,SEEDS,$(FUZZ_DIR)/seeds)
 	$(Q)BUILD=$(abspath $(BUILD)) tests/fuzz/seeds.sh $(abspath $(FUZZ_DIR)/seeds)
 	$(Q)touch $@

@@ -9,13 +9,14 @@
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
 #   python     real line tables (co_lnotab / co_linetable) of each Python on the machine
+#   hotspot   the JDK 17 VMStructs image of tests/unit/hotspot_image.h (test_hotspot --seed)
 #   and every input that once crashed a target (tests/fuzz/regressions/)
 # Usage: BUILD=/abs/build tests/fuzz/seeds.sh DIR
 set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,v8elf}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,v8elf,hotspot}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -161,3 +162,4 @@ printf 'main;work;leaf 10\nmain;other 3\n# comment\n\nmain 1\n' >"$dir/folded/sm
 # OTLP/JSON as the collector's file exporter writes it (string-table keys, hex ids), two lines
 line='{"resourceProfiles":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"7"}},{"keyStrindex":5,"value":{"stringValueStrindex":6}}]},"scopeProfiles":[{"scope":{"name":"otelprof"},"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},"periodType":{"typeStrindex":3,"unitStrindex":4},"period":"10000000","timeUnixNano":"1700000000000000000","profileId":"00112233445566778899aabbccddeeff","samples":[{"stackIndex":1,"attributeIndices":[1],"linkIndex":1,"timestampsUnixNano":["1700000000000000001","1700000000000000002"]},{"stackIndex":1,"values":["5"]}]}]}]}],"dictionary":{"mappingTable":[{},{"memoryStart":"4096","memoryLimit":"8192","filenameStrindex":7,"attributeIndices":[2]}],"locationTable":[{},{"mappingIndex":1,"address":"4100","lines":[{"functionIndex":1,"line":"3"}],"attributeIndices":[3]}],"functionTable":[{},{"nameStrindex":8,"filenameStrindex":9}],"linkTable":[{},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331"}],"stringTable":["","samples","count","cpu","nanoseconds","service.name","svc","/bin/app","main","app.c","thread.name","process.executable.build_id.gnu","profile.frame.type"],"attributeTable":[{},{"keyStrindex":10,"value":{"stringValue":"worker"}},{"keyStrindex":11,"value":{"stringValue":"aabbcc"}},{"keyStrindex":12,"value":{"stringValue":"native"}}],"stackTable":[{},{"locationIndices":[1]}]}}'
 printf '%s\n%s\n' "$line" "$line" >"$dir/otlpjson/filexporter.jsonl"
+"$BUILD/tests/test_hotspot" --seed "$dir/hotspot/jdk17.img" || true
