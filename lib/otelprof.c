@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 #include "util/log.h"
 #include "otelprof.h"
@@ -1007,7 +1008,9 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 				      .end = m->end,
 				      .offset = m->offset,
 				      .deleted = m->deleted,
-				      .file_tried = true };
+				      .file_tried = true,
+				      .dev = makedev(m->dev_major, m->dev_minor),
+				      .ino = m->inode };
 		if (m->path[0])
 			v->path = strdup(m->path);
 		if (v->path && !m->deleted &&
