@@ -59,7 +59,14 @@ struct offcpu_pending {
 struct trace_queue {
 	uint8_t *buf;
 	size_t head, tail, cap;
+	uint64_t n; /* records queued */
 };
+/*
+ * A collect while sampling symbolizes what is queued for at most this long, and leaves the
+ * rest to the symbolizer thread and the next report: a backlog (a big binary's DWARF
+ * loading, a CPU-starved host) must not hold a report back, the first one least of all.
+ */
+#define COLLECT_FLUSH_NS (200ull * 1000000ull)
 
 /*
  * A program as the reader saw it on exec (mappings, their files opened), in the queue as
@@ -834,6 +841,7 @@ static int queue_push(struct trace_queue *q, const void *data, size_t size)
 	memcpy(q->buf + q->tail, &size, sizeof(size));
 	memcpy(q->buf + q->tail + sizeof(size_t), data, size);
 	q->tail += need;
+	q->n++;
 	return 0;
 }
 
@@ -849,6 +857,7 @@ static bool queue_pop(struct trace_queue *q, void *out, size_t *size)
 	*size = len <= sizeof(struct op_trace) ? len : 0;
 	memcpy(out, q->buf + q->head + sizeof(size_t), *size);
 	q->head += sizeof(size_t) + QUEUE_ALIGN(len);
+	q->n--;
 	if (q->head == q->tail) {
 		q->head = q->tail = 0;
 		if (q->cap > (1u << 20)) {
@@ -900,10 +909,14 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 	}
 }
 
-/* Symbolize everything queued. Under p->lock. */
-static void queue_flush(struct otelprof *p)
+/*
+ * Symbolize what is queued: everything (@max_ns 0), or until @max_ns have passed (the rest
+ * stays queued, in order). Under p->lock.
+ */
+static void queue_flush(struct otelprof *p, uint64_t max_ns)
 {
 	struct op_trace *rec = malloc(sizeof(*rec));
+	uint64_t end = max_ns ? clock_ns(CLOCK_MONOTONIC) + max_ns : 0;
 	size_t size;
 
 	if (!rec)
@@ -911,6 +924,8 @@ static void queue_flush(struct otelprof *p)
 	for (;;) {
 		bool got;
 
+		if (end && clock_ns(CLOCK_MONOTONIC) >= end)
+			break;
 		pthread_mutex_lock(&p->q_lock);
 		got = queue_pop(&p->queue, rec, &size);
 		pthread_mutex_unlock(&p->q_lock);
@@ -939,6 +954,7 @@ static void queue_flush_snaps(struct otelprof *p)
 		at += sizeof(size_t) + QUEUE_ALIGN(size);
 	}
 	q->head = q->tail = 0;
+	q->n = 0;
 }
 
 /* Queue a record for the symbolizer; symbolize it now when the queue is full. */
@@ -1292,7 +1308,7 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		pthread_join(p->symbolizer, NULL);
 		op_sampler_drain(p->sampler);
 		pthread_mutex_lock(&p->lock);
-		queue_flush(p);
+		queue_flush(p, 0);
 		/* threads still off the CPU now: their interval has no end in this recording */
 		for (size_t i = 0; p->pending && i < OFFCPU_PENDING_SLOTS; i++)
 			p->stats.off_cpu_unpaired += p->pending[i].tid != 0;
@@ -1310,6 +1326,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	struct op_profile *next;
 	uint8_t *out = NULL;
 	size_t len = 0;
+	bool started;
 	uint64_t n;
 	int err;
 
@@ -1318,12 +1335,14 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	if (format != OTELPROF_FORMAT_PPROF && format != OTELPROF_FORMAT_OTLP)
 		return -EINVAL;
 	pthread_mutex_lock(&p->state_lock);
-	if (!p->started)
+	started = p->started;
+	if (!started)
 		op_sampler_drain(p->sampler); /* the reader thread is stopped: we are the reader */
 	pthread_mutex_unlock(&p->state_lock);
 
 	pthread_mutex_lock(&p->lock);
-	queue_flush(p);
+	/* sampling: the symbolizer thread goes on with what is left after COLLECT_FLUSH_NS */
+	queue_flush(p, started ? COLLECT_FLUSH_NS : 0);
 	op_profile_set_end(p->profile, clock_ns(CLOCK_REALTIME));
 	if (format == OTELPROF_FORMAT_PPROF)
 		err = op_encode_pprof(p->profile, &out, &len);
@@ -1371,6 +1390,11 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
 	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&p->q_lock);
+	s.symbolize_backlog = p->queue.n;
+	s.symbolize_backlog_bytes = p->queue.tail - p->queue.head;
+	pthread_mutex_unlock(&p->q_lock);
+	op_symbolize_inflated_stats(&s.debug_inflated_bytes, &s.debug_inflations);
 	pthread_mutex_lock(&p->u_lock);
 	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	op_unwinder_stats(p->unwinder, &us);

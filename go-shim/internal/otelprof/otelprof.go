@@ -69,6 +69,9 @@ type Stats struct {
 	// had no room for (their stacks fall back to frame pointers).
 	UnwindProcsFull  uint64
 	UnwindTablesFull uint64
+	// SymbolizeBacklog is how many records the library's symbolizer thread has yet to
+	// symbolize (a report leaves them for the next one rather than wait for them).
+	SymbolizeBacklog uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.

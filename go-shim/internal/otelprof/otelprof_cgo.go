@@ -200,6 +200,7 @@ func (p *Profiler) Stats() (Stats, error) {
 		UnwindErrors:     map[string]uint64{},
 		UnwindProcsFull:  uint64(st.unwind_procs_full),
 		UnwindTablesFull: uint64(st.unwind_tables_full),
+		SymbolizeBacklog: uint64(st.symbolize_backlog),
 	}
 	for i := 1; i < C.OTELPROF_UNWIND_ERROR_MAX; i++ {
 		if n := uint64(st.unwind_errors[i]); n != 0 {
