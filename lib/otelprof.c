@@ -1032,6 +1032,9 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 		if (v->path && !m->deleted &&
 		    ((exe && !strcmp(v->path, exe)) || !strcmp(v->path, "[vdso]")))
 			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
+		else if (v->path && !m->deleted)
+			/* a library another process maps (libc): already open, nothing to load */
+			v->file = op_filecache_get_mapped(p->files, v->dev, v->ino);
 	}
 	free(line);
 	fclose(fp);
@@ -1061,6 +1064,24 @@ static void on_exec(struct otelprof *p, const struct op_proc_event *e)
 	enqueue(p, &rec, sizeof(rec));
 }
 
+/*
+ * A sample with a PC outside every mapping read so far made the unwinder re-read @pid's
+ * mappings (ld.so has mapped libc since the exec): a new snapshot, queued before that sample,
+ * so that its frames and the next ones resolve even when the process (3 ms of life in an exec
+ * storm) is gone by the time they are symbolized.
+ */
+static void on_maps_changed(struct otelprof *p, const struct op_trace *t)
+{
+	struct exec_rec rec = { .hdr = t->hdr };
+
+	rec.hdr.type = OP_EV_EXEC;
+	rec.snap = exec_snapshot(p, (int)t->hdr.pid);
+	if (!rec.snap)
+		return;
+	memcpy(rec.snap->proc.comm, t->comm, sizeof(rec.snap->proc.comm));
+	enqueue(p, &rec, sizeof(rec));
+}
+
 static void on_event(void *ctx, const void *data, size_t size)
 {
 	const struct op_event_hdr *h = data;
@@ -1069,9 +1090,15 @@ static void on_event(void *ctx, const void *data, size_t size)
 	switch (h->type) {
 	case OP_EV_TRACE:
 		if (size >= OP_TRACE_HDR_SIZE) {
+			const struct op_trace *t = data;
+			bool reread;
+
 			pthread_mutex_lock(&p->u_lock);
-			op_unwinder_on_trace(p->unwinder, data);
+			reread = op_unwinder_on_trace(p->unwinder, t);
 			pthread_mutex_unlock(&p->u_lock);
+			if (reread && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
+			    !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+				on_maps_changed(p, t);
 		}
 		if (size > sizeof(struct op_trace))
 			size = sizeof(struct op_trace); /* longer than any record BPF writes */

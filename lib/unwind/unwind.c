@@ -908,44 +908,46 @@ static bool in_anon(const struct proc_ent *p, uint64_t pc)
 	return false;
 }
 
-void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
+bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 {
 	struct proc_ent *p;
 	int pid = (int)t->hdr.pid;
 
 	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS)
-		return;
+		return false;
 	p = *proc_slot(u, pid);
 	if (!p) {
 		refresh(u, pid);
-		return;
+		return true;
 	}
 	/* no room last time: exits may have made some, try again at the slow rate */
 	if (p->unstored) {
-		if (now_ns() - p->refreshed_ns >= UNSTORED_RETRY_NS)
-			refresh(u, pid);
-		return;
+		if (now_ns() - p->refreshed_ns < UNSTORED_RETRY_NS)
+			return false;
+		refresh(u, pid);
+		return true;
 	}
 	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->unwind_error != OTELPROF_UNWIND_NO_TABLE)
-		return;
+		return false;
 	if (t->n_user && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->n_kernel + t->n_user <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
 		uint64_t pc = t->frames[t->n_kernel + t->n_user - 1];
 
 		/* JIT code we already know about: nothing new to learn from /proc */
 		if (in_anon(p, pc))
-			return;
+			return false;
 		if (p->quick < QUICK_REFRESHES && !in_known(p, pc) &&
 		    now_ns() - p->refreshed_ns >= QUICK_REFRESH_NS) {
 			p->quick++;
 			refresh(u, pid);
-			return;
+			return true;
 		}
 	}
 	if (now_ns() - p->refreshed_ns < REFRESH_MIN_NS)
-		return;
+		return false;
 	refresh(u, pid);
+	return true;
 }
 
 void op_unwinder_on_exec(struct op_unwinder *u, int pid)

@@ -28,8 +28,11 @@ void op_unwinder_free(struct op_unwinder *u);
 
 /* Read @pid's mappings and load what it needs now (targets known in advance). */
 int op_unwinder_add_pid(struct op_unwinder *u, int pid);
-/* Every trace record: first sight of a pid, or an unknown PC, (re)loads that process. */
-void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
+/*
+ * Every trace record: first sight of a pid, or an unknown PC, (re)loads that process. True
+ * when it re-read the process's mappings (what it maps changed since they were last read).
+ */
+bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
 void op_unwinder_on_exec(struct op_unwinder *u, int pid);
 void op_unwinder_on_exit(struct op_unwinder *u, int pid);
 
