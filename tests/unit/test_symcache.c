@@ -8,9 +8,12 @@
  * default budget. Compressed sections are inflated once per file and their copies reused by
  * every re-open, unless the inflated budget frees them (then inflated again, same results).
  *
+ * Also: op_filecache_get_mapped() finds a referenced file by device and inode only.
+ *
  * Needs gcc and binutils (nm).
  */
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -238,6 +241,29 @@ int main(void)
 	CHECK_EQ(open_handles, 1);
 	op_file_put(f);
 	op_filecache_free(c);
+
+	/*
+	 * A library of an exited process by the device and inode its maps line gave: the cached
+	 * file while another reference holds it, nothing once none does or for another inode.
+	 */
+	{
+		struct stat st;
+		struct op_file *g;
+
+		REQUIRE(stat(path[0], &st) == 0);
+		c = op_filecache_new(0);
+		REQUIRE(c);
+		f = op_filecache_get_path(c, path[0]);
+		REQUIRE(f);
+		g = op_filecache_get_mapped(c, st.st_dev, st.st_ino);
+		CHECK(g == f);
+		op_file_put(g);
+		CHECK(op_filecache_get_mapped(c, st.st_dev, st.st_ino + 1) == NULL);
+		CHECK(op_filecache_get_mapped(c, st.st_dev + 1, st.st_ino) == NULL);
+		op_file_put(f); /* idle in the cache now: no process maps it */
+		CHECK(op_filecache_get_mapped(c, st.st_dev, st.st_ino) == NULL);
+		op_filecache_free(c);
+	}
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd))
