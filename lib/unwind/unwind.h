@@ -57,6 +57,12 @@ struct op_unwinder_stats {
 	 * or slots; its code uses frame pointers until a retry fits) */
 	uint64_t procs_full;
 	uint64_t tables_full;
+	/*
+	 * Evicted tables whose rows were kept in memory (within a byte budget) and loaded again
+	 * without compiling when a process mapped the binary again; bytes kept now.
+	 */
+	uint64_t reloaded;
+	uint64_t saved_bytes;
 };
 void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st);
 
