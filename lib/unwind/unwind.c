@@ -1065,14 +1065,14 @@ bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	p = *proc_slot(u, pid);
 	if (!p) {
 		refresh(u, pid);
-		return true;
+		return false;
 	}
 	/* no room last time: exits may have made some, try again at the slow rate */
 	if (p->unstored) {
 		if (now_ns() - p->refreshed_ns < UNSTORED_RETRY_NS)
 			return false;
 		refresh(u, pid);
-		return true;
+		return false;
 	}
 	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->unwind_error != OTELPROF_UNWIND_NO_TABLE)
@@ -1094,7 +1094,7 @@ bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	if (now_ns() - p->refreshed_ns < REFRESH_MIN_NS)
 		return false;
 	refresh(u, pid);
-	return true;
+	return false;
 }
 
 void op_unwinder_on_exec(struct op_unwinder *u, int pid)

@@ -30,7 +30,8 @@ void op_unwinder_free(struct op_unwinder *u);
 int op_unwinder_add_pid(struct op_unwinder *u, int pid);
 /*
  * Every trace record: first sight of a pid, or an unknown PC, (re)loads that process. True
- * when it re-read the process's mappings (what it maps changed since they were last read).
+ * when it re-read the process's mappings because the PC lay outside all of them (something
+ * was mapped since they were read: libc after exec, a dlopen); a few times per process.
  */
 bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
 void op_unwinder_on_exec(struct op_unwinder *u, int pid);
