@@ -190,7 +190,7 @@ def run(ctx):
     quick = ctx["QUICK"]
     reps = 1 if quick else 3
     secs = 5 if quick else 10
-    warmup = 2.0 if quick else 8.0
+    warmup = 5.0 if quick else 8.0  # startup (the first symbolization of every process) is not steady state
     storm_s = 10 if quick else 60
     profs = [ctx["profilers"][n] for n in ("upstream", "cli", "collector")
              if n in ctx["profilers"]]
