@@ -595,8 +595,9 @@ static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
 			return &d->zsecs[i];
 		}
 	}
+	/* larger than the whole budget: not kept, libelf inflates it into the handle as before */
 	if (!gelf_getchdr(scn, &ch) || ch.ch_type != ELFCOMPRESS_ZLIB || !ch.ch_size ||
-	    ch.ch_size > (1ull << 32))
+	    ch.ch_size > __atomic_load_n(&inflated_budget, __ATOMIC_RELAXED))
 		return NULL;
 	raw = elf_rawdata(scn, NULL);
 	if (!raw || !raw->d_buf || raw->d_size <= hdr)

@@ -196,8 +196,21 @@ int main(void)
 	op_dwarf_handle_stats(&open_handles, &bytes);
 	CHECK_EQ(open_handles, 0); /* both files were freed */
 
-	/* and with a one-byte inflated budget too: copies freed, inflated again, same names */
-	op_dwarf_set_inflated_budget(1);
+	/*
+	 * an inflated budget one byte short of what the file's sections take: copies freed
+	 * when a handle closes over it, inflated again on the next open, same names
+	 */
+	c = op_filecache_new(0);
+	REQUIRE(c);
+	f = op_filecache_get_path(c, path[1]);
+	REQUIRE(f);
+	for (i = 0; i < n[1]; i++)
+		lookup(f, addrs[1][i], &got[1][i]);
+	op_dwarf_inflated_stats(&z0);
+	op_file_put(f);
+	op_filecache_free(c);
+	REQUIRE(z0.bytes > 1);
+	op_dwarf_set_inflated_budget(z0.bytes - 1);
 	op_dwarf_inflated_stats(&z0);
 	run(bin, addrs, n, got);
 	op_dwarf_inflated_stats(&z1);
@@ -210,6 +223,20 @@ int main(void)
 			CHECK_EQ(got[k][i].line, want[k][i].line);
 		}
 	CHECK_EQ(z1.bytes, 0);
+
+	/* a budget smaller than any section: nothing kept, libelf inflates into the handle */
+	op_dwarf_set_inflated_budget(1);
+	op_dwarf_inflated_stats(&z0);
+	run(bin, addrs, n, got);
+	op_dwarf_inflated_stats(&z1);
+	CHECK_EQ(z1.inflations, z0.inflations);
+	CHECK_EQ(z1.reused, z0.reused);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n[k]; i++) {
+			CHECK_EQ(got[k][i].ret, want[k][i].ret);
+			CHECK_STR(got[k][i].name, want[k][i].name);
+			CHECK_EQ(got[k][i].line, want[k][i].line);
+		}
 	op_dwarf_set_inflated_budget(24u << 20);
 	op_dwarf_set_handle_budget(16u << 20);
 
