@@ -376,6 +376,15 @@ struct otelprof_stats {
 	uint64_t v8_bad_frames;
 	uint64_t perfmap_named;
 	uint64_t perfmap_bad_lines;
+	/*
+	 * Own cost (issue 14): how far the symbolizer thread is behind the reader, now: records
+	 * read from the ring buffer and not yet symbolized (their bytes: above); and inflated
+	 * compressed debug sections kept across libdwarf re-opens (bytes now, and sections
+	 * inflated since the start).
+	 */
+	uint64_t symbolize_backlog;
+	uint64_t debug_inflated_bytes;
+	uint64_t debug_inflations;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

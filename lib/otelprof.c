@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 #include "util/log.h"
 #include "otelprof.h"
@@ -90,7 +91,14 @@ struct alloc_state {
 struct trace_queue {
 	uint8_t *buf;
 	size_t head, tail, cap;
+	uint64_t n; /* records queued */
 };
+/*
+ * A collect while sampling symbolizes what is queued for at most this long, and leaves the
+ * rest to the symbolizer thread and the next report: a backlog (a big binary's DWARF
+ * loading, a CPU-starved host) must not hold a report back, the first one least of all.
+ */
+#define COLLECT_FLUSH_NS (200ull * 1000000ull)
 
 /*
  * A program as the reader saw it on exec (mappings, their files opened), in the queue as
@@ -1211,6 +1219,7 @@ static int queue_push(struct trace_queue *q, const void *data, size_t size)
 	memcpy(q->buf + q->tail, &size, sizeof(size));
 	memcpy(q->buf + q->tail + sizeof(size_t), data, size);
 	q->tail += need;
+	q->n++;
 	return 0;
 }
 
@@ -1226,6 +1235,7 @@ static bool queue_pop(struct trace_queue *q, void *out, size_t *size)
 	*size = len <= sizeof(struct op_trace) ? len : 0;
 	memcpy(out, q->buf + q->head + sizeof(size_t), *size);
 	q->head += sizeof(size_t) + QUEUE_ALIGN(len);
+	q->n--;
 	if (q->head == q->tail) {
 		q->head = q->tail = 0;
 		if (q->cap > (1u << 20)) {
@@ -1285,10 +1295,14 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 	}
 }
 
-/* Symbolize everything queued. Under p->lock. */
-static void queue_flush(struct otelprof *p)
+/*
+ * Symbolize what is queued: everything (@max_ns 0), or until @max_ns have passed (the rest
+ * stays queued, in order). Under p->lock.
+ */
+static void queue_flush(struct otelprof *p, uint64_t max_ns)
 {
 	struct op_trace *rec = malloc(sizeof(*rec));
+	uint64_t end = max_ns ? clock_ns(CLOCK_MONOTONIC) + max_ns : 0;
 	size_t size;
 
 	if (!rec)
@@ -1296,6 +1310,8 @@ static void queue_flush(struct otelprof *p)
 	for (;;) {
 		bool got;
 
+		if (end && clock_ns(CLOCK_MONOTONIC) >= end)
+			break;
 		pthread_mutex_lock(&p->q_lock);
 		got = queue_pop(&p->queue, rec, &size);
 		pthread_mutex_unlock(&p->q_lock);
@@ -1324,6 +1340,7 @@ static void queue_flush_snaps(struct otelprof *p)
 		at += sizeof(size_t) + QUEUE_ALIGN(size);
 	}
 	q->head = q->tail = 0;
+	q->n = 0;
 }
 
 /* Queue a record for the symbolizer; symbolize it now when the queue is full. */
@@ -1392,12 +1409,17 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 				      .end = m->end,
 				      .offset = m->offset,
 				      .deleted = m->deleted,
-				      .file_tried = true };
+				      .file_tried = true,
+				      .dev = makedev(m->dev_major, m->dev_minor),
+				      .ino = m->inode };
 		if (m->path[0])
 			v->path = strdup(m->path);
 		if (v->path && !m->deleted &&
 		    ((exe && !strcmp(v->path, exe)) || !strcmp(v->path, "[vdso]")))
 			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
+		else if (v->path && !m->deleted)
+			/* a library another process maps (libc): already open, nothing to load */
+			v->file = op_filecache_get_mapped(p->files, v->dev, v->ino);
 	}
 	free(line);
 	fclose(fp);
@@ -1427,6 +1449,24 @@ static void on_exec(struct otelprof *p, const struct op_proc_event *e)
 	enqueue(p, &rec, sizeof(rec));
 }
 
+/*
+ * A sample with a PC outside every mapping read so far made the unwinder re-read @pid's
+ * mappings (ld.so has mapped libc since the exec): a new snapshot, queued before that sample,
+ * so that its frames and the next ones resolve even when the process (3 ms of life in an exec
+ * storm) is gone by the time they are symbolized.
+ */
+static void on_maps_changed(struct otelprof *p, const struct op_trace *t)
+{
+	struct exec_rec rec = { .hdr = t->hdr };
+
+	rec.hdr.type = OP_EV_EXEC;
+	rec.snap = exec_snapshot(p, (int)t->hdr.pid);
+	if (!rec.snap)
+		return;
+	memcpy(rec.snap->proc.comm, t->comm, sizeof(rec.snap->proc.comm));
+	enqueue(p, &rec, sizeof(rec));
+}
+
 static void on_event(void *ctx, const void *data, size_t size)
 {
 	const struct op_event_hdr *h = data;
@@ -1435,9 +1475,15 @@ static void on_event(void *ctx, const void *data, size_t size)
 	switch (h->type) {
 	case OP_EV_TRACE:
 		if (size >= OP_TRACE_HDR_SIZE) {
+			const struct op_trace *t = data;
+			bool reread;
+
 			pthread_mutex_lock(&p->u_lock);
-			op_unwinder_on_trace(p->unwinder, data);
+			reread = op_unwinder_on_trace(p->unwinder, t);
 			pthread_mutex_unlock(&p->u_lock);
+			if (reread && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
+			    !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+				on_maps_changed(p, t);
 		}
 		if (size > sizeof(struct op_trace))
 			size = sizeof(struct op_trace); /* longer than any record BPF writes */
@@ -1780,7 +1826,7 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		pthread_join(p->symbolizer, NULL);
 		op_sampler_drain(p->sampler);
 		pthread_mutex_lock(&p->lock);
-		queue_flush(p);
+		queue_flush(p, 0);
 		/* threads still off the CPU now: their interval has no end in this recording */
 		for (size_t i = 0; p->pending && i < OFFCPU_PENDING_SLOTS; i++)
 			p->stats.off_cpu_unpaired += p->pending[i].tid != 0;
@@ -1798,6 +1844,7 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	struct op_profile *next;
 	uint8_t *out = NULL;
 	size_t len = 0;
+	bool started;
 	uint64_t n;
 	int err;
 
@@ -1806,12 +1853,14 @@ OTELPROF_API int otelprof_collect(struct otelprof *p, enum otelprof_format forma
 	if (format != OTELPROF_FORMAT_PPROF && format != OTELPROF_FORMAT_OTLP)
 		return -EINVAL;
 	pthread_mutex_lock(&p->state_lock);
-	if (!p->started)
+	started = p->started;
+	if (!started)
 		op_sampler_drain(p->sampler); /* the reader thread is stopped: we are the reader */
 	pthread_mutex_unlock(&p->state_lock);
 
 	pthread_mutex_lock(&p->lock);
-	queue_flush(p);
+	/* sampling: the symbolizer thread goes on with what is left after COLLECT_FLUSH_NS */
+	queue_flush(p, started ? COLLECT_FLUSH_NS : 0);
 	if (!p->alloc.snapshot_in_profile)
 		alloc_snapshot(p);
 	p->alloc.snapshot_in_profile = true;
@@ -1865,8 +1914,10 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_unlock(&p->lock);
 	s.binaries = op_filecache_count(p->files);
 	pthread_mutex_lock(&p->q_lock);
+	s.symbolize_backlog = p->queue.n;
 	s.symbolize_backlog_bytes = p->queue.tail - p->queue.head;
 	pthread_mutex_unlock(&p->q_lock);
+	op_symbolize_inflated_stats(&s.debug_inflated_bytes, &s.debug_inflations);
 	pthread_mutex_lock(&p->u_lock);
 	s.unwind_table_bytes = op_unwinder_table_bytes(p->unwinder);
 	op_unwinder_stats(p->unwinder, &us);

@@ -998,6 +998,23 @@ struct op_file *op_filecache_get(struct op_filecache *c, int pid, const char *pa
 	return get_fd(c, fd, path, root);
 }
 
+struct op_file *op_filecache_get_mapped(struct op_filecache *c, uint64_t dev, uint64_t ino)
+{
+	struct op_file *f, *found = NULL;
+
+	if (!c || !ino)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < NBUCKETS && !found; i++)
+		for (f = c->buckets[i]; f && !found; f = f->hnext)
+			if (f->refs && (uint64_t)f->dev == dev && (uint64_t)f->ino == ino)
+				found = f;
+	if (found)
+		ref_locked(c, found);
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
 struct op_file *op_filecache_get_path(struct op_filecache *c, const char *path)
 {
 	int fd;

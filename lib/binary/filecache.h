@@ -50,6 +50,14 @@ void op_filecache_free(struct op_filecache *c);
  */
 struct op_file *op_filecache_get(struct op_filecache *c, int pid, const char *path,
 				 uint64_t vma_start, uint64_t vma_end);
+/*
+ * A file already in the cache and referenced now (mapped by a process being tracked), by the
+ * device (st_dev, e.g. makedev() of /proc/PID/maps' major:minor) and inode of a mapping:
+ * for a process that exited before its libraries were opened (its map_files are gone), the
+ * same libc another process maps. NULL when none is cached. A referenced file's inode cannot
+ * have been reused: it is mapped, so it is the same file.
+ */
+struct op_file *op_filecache_get_mapped(struct op_filecache *c, uint64_t dev, uint64_t ino);
 /* Open a file by host path (tests, kernel modules); same contract. */
 struct op_file *op_filecache_get_path(struct op_filecache *c, const char *path);
 void op_file_put(struct op_file *f);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/sysmacros.h>
 
 #include "util/log.h"
 #include "sample/proc.h"
@@ -269,9 +270,12 @@ static int read_vmas(int pid, struct op_vma **out, size_t *n_out)
 			v = nv;
 			cap = nc;
 		}
-		v[n] = (struct op_vma){
-			.start = e->start, .end = e->end, .offset = e->offset, .deleted = e->deleted
-		};
+		v[n] = (struct op_vma){ .start = e->start,
+					.end = e->end,
+					.offset = e->offset,
+					.deleted = e->deleted,
+					.dev = makedev(e->dev_major, e->dev_minor),
+					.ino = e->inode };
 		if (e->path[0]) {
 			v[n].path = strdup(e->path);
 			if (!v[n].path)
@@ -668,6 +672,9 @@ struct op_file *op_proc_vma_file(struct op_proctab *t, struct op_proc *p, struct
 	} else {
 		v->file = op_filecache_get(t->files, p->pid, v->path, v->start, v->end);
 	}
+	if (!v->file && !v->deleted)
+		/* exited (map_files gone): the same file as mapped by another process */
+		v->file = op_filecache_get_mapped(t->files, v->dev, v->ino);
 	if (!v->file)
 		op_debug("cannot open %s of pid %d: %s (frames keep mapping and address)", v->path,
 			 p->pid, strerror(errno));

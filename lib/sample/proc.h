@@ -37,6 +37,7 @@ struct op_vma {
 	bool deleted;	      /* the file was unlinked: only map_files can open it */
 	struct op_file *file; /* opened lazily by op_proc_vma_file(); may stay NULL */
 	bool file_tried;
+	uint64_t dev, ino; /* the mapped file's st_dev and inode (/proc/PID/maps), 0: unknown */
 };
 
 struct op_proc {

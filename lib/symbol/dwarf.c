@@ -22,6 +22,7 @@
 
 #include <libdwarf/dwarf.h>
 #include <libdwarf/libdwarf.h>
+#include <zlib.h>
 
 #include "symbol/demangle.h"
 #include "symbol/dwarf.h"
@@ -41,6 +42,14 @@
  * offset trees) is roughly proportional and goes away with the instance.
  */
 #define DEFAULT_HANDLE_BUDGET (16u << 20)
+/*
+ * Bound on the inflated copies of compressed sections (SHF_COMPRESSED, zlib) kept across
+ * handle closes, all files together. libc's debug file alone inflates to ~9 MiB and took
+ * ~45 % of the agent's CPU when every re-open of its handle inflated it again.
+ */
+#define DEFAULT_INFLATED_BUDGET (24u << 20)
+/* Inflated copies of a file unused this long are freed (op_dwarf_idle()). */
+#define INFLATED_IDLE_NS (60ull * 1000000000ull)
 /* A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()). */
 #define HANDLE_IDLE_NS (3ull * 1000000000ull)
 
@@ -109,6 +118,13 @@ struct cuidx {
 	uint32_t cu;
 };
 
+/* One compressed section inflated by us (not libelf), kept until the inflated budget says. */
+struct zsec {
+	size_t index;
+	uint8_t *buf;
+	size_t size;
+};
+
 struct op_dwarf {
 	/*
 	 * The libdwarf instance over the file's sections ("handle"): opened on demand to index
@@ -124,6 +140,16 @@ struct op_dwarf {
 	uint64_t handle_used_ns;	/* last use of the open handle */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
+	/*
+	 * Inflated sections: they outlive the handle (a re-open finds them here), bounded by
+	 * the inflated budget over all files, least recently used file first. Under
+	 * handles_lock for the list and the counts; the buffers are the file's (its lock).
+	 */
+	struct zsec *zsecs;
+	size_t n_zsecs;
+	size_t zbytes;
+	uint64_t zused_ns;
+	struct op_dwarf *zprev, *znext;
 	int fd;
 	struct op_file *f; /* strings are interned here */
 	struct dcu *cus;
@@ -449,6 +475,11 @@ static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
 static size_t handles_open;
 static uint64_t handles_checked_ns;
 static uint64_t handles_trimmed_ns;
+/* inflated sections kept (struct zsec): files holding some, most recently used first */
+static struct op_dwarf *inflated_head, *inflated_tail;
+static size_t inflated_bytes;
+static size_t inflated_budget = DEFAULT_INFLATED_BUDGET;
+static uint64_t inflations, inflated_reused;
 
 static uint64_t mono_ns(void)
 {
@@ -465,6 +496,162 @@ static uint64_t mono_ns(void)
 static void heap_trim(void)
 {
 	malloc_trim(0);
+}
+
+/* ---------------------------------------------------------------- inflated sections */
+
+static bool inflated_listed(const struct op_dwarf *d)
+{
+	return d->zprev || d->znext || inflated_head == d;
+}
+
+/* handles_lock held */
+static void inflated_unlink(struct op_dwarf *d)
+{
+	if (!inflated_listed(d))
+		return;
+	if (d->zprev)
+		d->zprev->znext = d->znext;
+	else
+		inflated_head = d->znext;
+	if (d->znext)
+		d->znext->zprev = d->zprev;
+	else
+		inflated_tail = d->zprev;
+	d->zprev = d->znext = NULL;
+}
+
+/* handles_lock held */
+static void inflated_push(struct op_dwarf *d)
+{
+	d->zprev = NULL;
+	d->znext = inflated_head;
+	if (inflated_head)
+		inflated_head->zprev = d;
+	inflated_head = d;
+	if (!inflated_tail)
+		inflated_tail = d;
+}
+
+/* Free @d's inflated sections (handles_lock held; its handle closed or closing). */
+static void inflated_drop(struct op_dwarf *d)
+{
+	inflated_unlink(d);
+	for (size_t i = 0; i < d->n_zsecs; i++)
+		free(d->zsecs[i].buf);
+	free(d->zsecs);
+	d->zsecs = NULL;
+	d->n_zsecs = 0;
+	inflated_bytes -= d->zbytes;
+	d->zbytes = 0;
+}
+
+static void handle_finish(struct op_dwarf *d);
+static void handle_unlink(struct op_dwarf *d);
+
+/*
+ * Free the inflated sections of the least recently used other files while over the budget.
+ * Their handles point into them and are closed first. Files busy in another thread (their
+ * lock held) are skipped, as handles_trim() does. handles_lock held.
+ */
+static size_t inflated_trim(struct op_dwarf *self)
+{
+	struct op_dwarf *v, *prev;
+	size_t freed = 0;
+
+	for (v = inflated_tail; v && inflated_bytes > inflated_budget; v = prev) {
+		prev = v->zprev;
+		if (v == self || !v->f || pthread_mutex_trylock(&v->f->lock))
+			continue;
+		handle_unlink(v);
+		handle_finish(v);
+		inflated_drop(v);
+		pthread_mutex_unlock(&v->f->lock);
+		freed++;
+	}
+	return freed;
+}
+
+/*
+ * Section @index of @d inflated: the copy kept from an earlier handle, else inflated now
+ * (zlib; the copy is kept). NULL: not zlib, damaged, or no memory (the caller lets libelf
+ * inflate it into the handle's own memory).
+ */
+static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
+{
+	size_t hdr = d->is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
+	struct zsec *z, *nz;
+	Elf_Data *raw;
+	GElf_Chdr ch;
+	uLongf len;
+	uint8_t *buf;
+	bool trim;
+
+	for (size_t i = 0; i < d->n_zsecs; i++) {
+		if (d->zsecs[i].index == index) {
+			pthread_mutex_lock(&handles_lock);
+			inflated_reused++;
+			pthread_mutex_unlock(&handles_lock);
+			return &d->zsecs[i];
+		}
+	}
+	/* larger than the whole budget: not kept, libelf inflates it into the handle as before */
+	if (!gelf_getchdr(scn, &ch) || ch.ch_type != ELFCOMPRESS_ZLIB || !ch.ch_size ||
+	    ch.ch_size > __atomic_load_n(&inflated_budget, __ATOMIC_RELAXED))
+		return NULL;
+	raw = elf_rawdata(scn, NULL);
+	if (!raw || !raw->d_buf || raw->d_size <= hdr)
+		return NULL;
+	buf = malloc(ch.ch_size);
+	nz = realloc(d->zsecs, (d->n_zsecs + 1) * sizeof(*d->zsecs));
+	if (!buf || !nz) {
+		free(buf);
+		return NULL;
+	}
+	d->zsecs = nz;
+	len = (uLongf)ch.ch_size;
+	if (uncompress(buf, &len, (const Bytef *)raw->d_buf + hdr, (uLong)(raw->d_size - hdr)) !=
+		    Z_OK ||
+	    len != ch.ch_size) {
+		free(buf);
+		return NULL;
+	}
+	z = &d->zsecs[d->n_zsecs++];
+	*z = (struct zsec){ index, buf, (size_t)ch.ch_size };
+	pthread_mutex_lock(&handles_lock);
+	inflations++;
+	d->zbytes += z->size;
+	inflated_bytes += z->size;
+	if (inflated_head != d) {
+		inflated_unlink(d);
+		inflated_push(d);
+	}
+	trim = inflated_bytes > inflated_budget;
+	pthread_mutex_unlock(&handles_lock);
+	if (trim) {
+		pthread_mutex_lock(&handles_lock);
+		trim = inflated_trim(d) > 0;
+		pthread_mutex_unlock(&handles_lock);
+		if (trim)
+			heap_trim();
+	}
+	return z;
+}
+
+void op_dwarf_set_inflated_budget(size_t bytes)
+{
+	pthread_mutex_lock(&handles_lock);
+	inflated_budget = bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
+void op_dwarf_inflated_stats(struct op_dwarf_inflated_stats *st)
+{
+	pthread_mutex_lock(&handles_lock);
+	st->bytes = inflated_bytes;
+	st->inflations = inflations;
+	st->reused = inflated_reused;
+	pthread_mutex_unlock(&handles_lock);
 }
 
 static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section *out, int *error)
@@ -522,11 +709,21 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	Elf_Scn *scn = elf_getscn(d->elf, index);
 	GElf_Shdr sh;
 	Elf_Data *ed;
+	size_t size;
 
 	(void)error;
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 		return DW_DLV_NO_ENTRY;
 	if (sh.sh_flags & SHF_COMPRESSED) {
+		struct zsec *z = inflated_get(d, index, scn);
+
+		if (z) {
+			*data = z->buf;
+			size = z->size;
+			goto count;
+		}
+		/* not zlib (zstd), or no memory for the copy: libelf inflates, the handle owns it
+		 */
 		if (elf_compress(scn, 0, 0) < 0)
 			return DW_DLV_NO_ENTRY;
 		ed = elf_getdata(scn, NULL);
@@ -536,10 +733,16 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	if (!ed || !ed->d_buf)
 		return DW_DLV_NO_ENTRY;
 	*data = ed->d_buf;
+	size = ed->d_size;
+count:
+	/*
+	 * the sections a handle reads stand for its libdwarf state (roughly proportional), kept
+	 * copies included: they bound the handles, the inflated budget bounds the copies
+	 */
 	pthread_mutex_lock(&handles_lock);
-	d->handle_bytes += ed->d_size;
+	d->handle_bytes += size;
 	if (d->hprev || d->hnext || handles_head == d) /* listed */
-		handles_bytes += ed->d_size;
+		handles_bytes += size;
 	pthread_mutex_unlock(&handles_lock);
 	return DW_DLV_OK;
 }
@@ -622,6 +825,8 @@ static void handles_trim(struct op_dwarf *self)
 			continue;
 		handle_unlink(v);
 		handle_finish(v);
+		if (inflated_bytes > inflated_budget)
+			inflated_drop(v); /* over its own budget: no reason to keep them */
 		pthread_mutex_unlock(&v->f->lock);
 		closed++;
 	}
@@ -653,6 +858,18 @@ void op_dwarf_idle(void)
 			continue;
 		handle_unlink(v);
 		handle_finish(v);
+		if (inflated_bytes > inflated_budget)
+			inflated_drop(v); /* over its own budget: no reason to keep them */
+		pthread_mutex_unlock(&v->f->lock);
+		closed++;
+	}
+	for (v = inflated_tail; v; v = prev) {
+		prev = v->zprev;
+		if (v->zused_ns + INFLATED_IDLE_NS > now)
+			break;
+		if (v->dbg || !v->f || pthread_mutex_trylock(&v->f->lock))
+			continue; /* in use: its handle is open */
+		inflated_drop(v);
 		pthread_mutex_unlock(&v->f->lock);
 		closed++;
 	}
@@ -672,12 +889,16 @@ static bool handle_get(struct op_dwarf *d)
 	GElf_Ehdr eh;
 	int res;
 
-	d->handle_used_ns = mono_ns();
+	d->handle_used_ns = d->zused_ns = mono_ns();
 	if (d->dbg) {
 		pthread_mutex_lock(&handles_lock);
 		if (handles_head != d && handle_listed(d)) {
 			handle_unlink(d);
 			handle_push(d);
+		}
+		if (inflated_head != d && inflated_listed(d)) {
+			inflated_unlink(d);
+			inflated_push(d);
 		}
 		pthread_mutex_unlock(&handles_lock);
 		return true;
@@ -889,6 +1110,7 @@ void op_dwarf_free(struct op_dwarf *d)
 	pthread_mutex_lock(&handles_lock);
 	handle_unlink(d);
 	handle_finish(d);
+	inflated_drop(d);
 	pthread_mutex_unlock(&handles_lock);
 	if (d->fd >= 0)
 		close(d->fd);

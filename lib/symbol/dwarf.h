@@ -41,6 +41,22 @@ void op_dwarf_idle(void);
 void op_dwarf_handle_stats(size_t *open, size_t *bytes);
 
 /*
+ * Compressed (zlib) debug sections are inflated once and the copy kept when the libdwarf
+ * instance closes, so that re-opening it does not inflate them again. Bound on those copies
+ * over all files (default 24 MiB); over it, the least recently used files' copies are freed
+ * (and their instances closed). A section larger than the whole budget is not kept (libelf
+ * inflates it into the instance, freed with it), so a hostile size claim costs no more than
+ * before.
+ */
+void op_dwarf_set_inflated_budget(size_t bytes);
+struct op_dwarf_inflated_stats {
+	size_t bytes;	     /* inflated copies held now */
+	uint64_t inflations; /* sections inflated (each one again after its copy was freed) */
+	uint64_t reused;     /* section loads served from a kept copy */
+};
+void op_dwarf_inflated_stats(struct op_dwarf_inflated_stats *st);
+
+/*
  * Frames for @addr, innermost first. Returns 0 with out->n >= 1; 1 with out->n == 1 when only
  * file and line are known (no function entry: the caller names it); -ENOENT otherwise.
  */

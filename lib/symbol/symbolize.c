@@ -256,6 +256,15 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
 	return ret;
 }
 
+void op_symbolize_inflated_stats(uint64_t *bytes, uint64_t *inflations)
+{
+	struct op_dwarf_inflated_stats st;
+
+	op_dwarf_inflated_stats(&st);
+	*bytes = st.bytes;
+	*inflations = st.inflations;
+}
+
 int op_file_has_lines(struct op_file *f)
 {
 	int r;

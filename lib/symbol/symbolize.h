@@ -20,6 +20,8 @@ int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *o
  * the mapping's has_line_numbers / has_inline_frames. Loads the lazy parts if needed.
  */
 int op_file_has_lines(struct op_file *f);
+/* Inflated debug sections kept (bytes now) and sections inflated so far, all files. */
+void op_symbolize_inflated_stats(uint64_t *bytes, uint64_t *inflations);
 int op_file_has_inline_frames(struct op_file *f);
 
 /*

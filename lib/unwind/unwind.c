@@ -48,6 +48,13 @@
 #define QUICK_REFRESHES	 8
 /* a runtime that was not ready (attach() said -EAGAIN: a JVM starting) is offered it again */
 #define RT_RETRY_NS 200000000ull
+/*
+ * Rows of evicted tables kept in memory, all binaries together: on a host running many big
+ * binaries one after another (compilers, test binaries) the same tables were evicted and
+ * compiled again several times a minute (libLLVM: ~200 ms each). Over the budget, the least
+ * recently used binary's copy goes.
+ */
+#define SAVED_BUDGET (8u << 20)
 /* a table that did not fit is compiled again after this, doubling up to the maximum */
 #define RETRY_MIN_NS 1000000000ull
 #define RETRY_MAX_NS 60000000000ull
@@ -71,6 +78,10 @@ struct file_ent {
 	uint64_t last_used_ns;
 	uint32_t need_rows;	       /* rows of a table that did not fit, 0 if none */
 	uint64_t retry_ns, backoff_ns; /* when (and after how long) to compile it again */
+	/* evicted: its rows and table entry (first_row, index_row relative), or NULL */
+	struct op_unwind_row *saved;
+	struct op_unwind_table saved_te;
+	uint32_t saved_slots;
 };
 
 struct proc_ent {
@@ -98,6 +109,7 @@ struct op_unwinder {
 	size_t n_free, cap_free;
 
 	bool *slot_used;
+	uint64_t saved_bytes; /* rows of evicted tables kept (file_ent.saved) */
 
 	struct op_unwind_rule *rules; /* global rule set (index = BPF key) */
 	uint32_t n_rules;
@@ -241,14 +253,88 @@ static uint32_t global_rule(struct op_unwinder *u, const struct op_unwind_rule *
 
 /* ---------------------------------------------------------------- tables */
 
+static void saved_drop(struct op_unwinder *u, struct file_ent *f)
+{
+	if (!f->saved)
+		return;
+	free(f->saved);
+	f->saved = NULL;
+	u->saved_bytes -= (uint64_t)f->saved_slots * sizeof(struct op_unwind_row);
+	u->st.saved_bytes = u->saved_bytes;
+}
+
+/* Map rows [start, start + n) of unwind_rows; *base and *len to munmap. NULL on failure. */
+static struct op_unwind_row *rows_map(struct op_unwinder *u, uint32_t start, uint32_t n,
+				      void **base, size_t *len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t lo = (size_t)start * sizeof(struct op_unwind_row);
+	size_t hi = lo + (size_t)n * sizeof(struct op_unwind_row);
+	size_t off = lo & ~(page - 1);
+	char *m;
+
+	*len = ((hi + page - 1) & ~(page - 1)) - off;
+	m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, u->rows_fd, (off_t)off);
+	if (m == MAP_FAILED)
+		return NULL;
+	*base = m;
+	return (struct op_unwind_row *)(m + (lo - off));
+}
+
+/*
+ * Keep an evicted table's rows (rule indices stay valid: rules are never evicted; row pcs and
+ * the index are relative to the table), making room within SAVED_BUDGET.
+ */
+static void saved_keep(struct op_unwinder *u, struct file_ent *f, const struct op_unwind_table *te)
+{
+	uint64_t bytes = (uint64_t)f->n_slots * sizeof(struct op_unwind_row);
+	struct op_unwind_row *rows;
+	size_t len;
+	void *m;
+
+	if (bytes > SAVED_BUDGET)
+		return;
+	while (u->saved_bytes + bytes > SAVED_BUDGET) {
+		struct file_ent *old = NULL;
+
+		for (int i = 0; i < u->n_files; i++)
+			if (u->files[i].saved &&
+			    (!old || u->files[i].last_used_ns < old->last_used_ns))
+				old = &u->files[i];
+		if (!old)
+			return;
+		saved_drop(u, old);
+	}
+	f->saved = malloc(bytes);
+	if (!f->saved)
+		return;
+	rows = rows_map(u, f->first_row, f->n_slots, &m, &len);
+	if (!rows) {
+		free(f->saved);
+		f->saved = NULL;
+		return;
+	}
+	memcpy(f->saved, rows, bytes);
+	munmap(m, len);
+	f->saved_te = *te;
+	f->saved_te.first_row = 0;
+	f->saved_te.index_row = te->n_buckets ? te->index_row - te->first_row : 0;
+	f->saved_slots = f->n_slots;
+	u->saved_bytes += bytes;
+	u->st.saved_bytes = u->saved_bytes;
+}
+
 static void unload_table(struct op_unwinder *u, struct file_ent *f)
 {
-	struct op_unwind_table empty = { 0 };
+	struct op_unwind_table empty = { 0 }, te;
 	uint32_t slot;
 
 	if (f->slot < 0)
 		return;
 	slot = (uint32_t)f->slot;
+	if (!f->saved && bpf_map_lookup_elem(u->tables_fd, &slot, &te) == 0 &&
+	    te.first_row == f->first_row)
+		saved_keep(u, f, &te);
 	bpf_map_update_elem(u->tables_fd, &slot, &empty, BPF_ANY); /* slot first */
 	rows_free(u, f->first_row, f->n_slots);
 	u->slot_used[slot] = false;
@@ -392,6 +478,62 @@ static int load_table(struct op_unwinder *u, struct file_ent *f, const struct op
 	return 0;
 }
 
+/* Load @f's table again from the rows kept when it was evicted: no compile. */
+static int load_saved(struct op_unwinder *u, struct file_ent *f)
+{
+	struct op_unwind_table te = f->saved_te;
+	struct op_unwind_row *src = f->saved, *rows;
+	uint32_t slot, start, n = f->saved_slots;
+	size_t len;
+	void *m;
+	int err;
+
+	if (n > rows_obtainable(u))
+		return -ENOSPC;
+	/* ours now: making room below may evict (and keep) other tables, never drop this copy */
+	f->saved = NULL;
+	u->saved_bytes -= (uint64_t)n * sizeof(*src);
+	u->st.saved_bytes = u->saved_bytes;
+	for (;;) {
+		for (slot = 0; slot < u->max_tables && u->slot_used[slot]; slot++)
+			;
+		if (slot < u->max_tables && !rows_alloc(u, n, &start))
+			break;
+		if (!evict_one(u)) {
+			free(src);
+			return -ENOSPC;
+		}
+	}
+	rows = rows_map(u, start, n, &m, &len);
+	if (!rows) {
+		err = -errno;
+		free(src);
+		rows_free(u, start, n);
+		return err;
+	}
+	memcpy(rows, src, (size_t)n * sizeof(*rows));
+	munmap(m, len);
+	free(src);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	te.first_row = start;
+	if (te.n_buckets)
+		te.index_row += start;
+	if (bpf_map_update_elem(u->tables_fd, &slot, &te, BPF_ANY)) {
+		err = -errno;
+		rows_free(u, start, n);
+		return err;
+	}
+	u->slot_used[slot] = true;
+	f->slot = (int)slot;
+	f->first_row = start;
+	f->n_slots = n;
+	u->table_bytes += (uint64_t)n * sizeof(struct op_unwind_row);
+	u->st.tables++;
+	u->st.reloaded++;
+	op_debug("unwind: table %s loaded again from its kept rows (%u), not compiled", f->id, n);
+	return 0;
+}
+
 static void read_loads(Elf *elf, struct file_ent *f)
 {
 	size_t n;
@@ -467,6 +609,7 @@ static struct file_ent *new_file(struct op_unwinder *u)
 		/* forget a file no process uses and with no loaded table */
 		for (int i = 0; i < u->n_files; i++) {
 			if (!u->files[i].refs && u->files[i].slot < 0 && i != u->vdso_file) {
+				saved_drop(u, &u->files[i]);
 				u->files[i] = u->files[--u->n_files];
 				if (u->vdso_file == u->n_files)
 					u->vdso_file = i;
@@ -545,6 +688,7 @@ static int file_for(struct op_unwinder *u, int pid, const struct op_maps_entry *
 				f = new_file(u);
 				if (f) {
 					*f = u->files[i];
+					f->saved = NULL; /* the copy belongs to the first entry */
 					f->dev = dev;
 					f->ino = m->inode;
 					f->refs = 0;
@@ -818,12 +962,15 @@ static int refresh(struct op_unwinder *u, int pid)
 			if (f->slot < 0 && !f->fp && f->id[0] && fi != u->vdso_file &&
 			    (!f->need_rows || (p->refreshed_ns >= f->retry_ns &&
 					       f->need_rows <= rows_obtainable(u)))) {
-				/* evicted earlier, or did not fit: compile again */
-				int fd;
+				/* evicted earlier (rows kept?), or did not fit: compile again */
+				int fd = -1;
 
-				snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
-					 (unsigned long long)m->start, (unsigned long long)m->end);
-				fd = open(path, O_RDONLY | O_CLOEXEC);
+				if (!f->saved || load_saved(u, f)) {
+					snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
+						 pid, (unsigned long long)m->start,
+						 (unsigned long long)m->end);
+					fd = open(path, O_RDONLY | O_CLOEXEC);
+				}
 				if (fd >= 0) {
 					compile_into(u, f, fd, NULL, 0);
 					close(fd);
@@ -915,49 +1062,51 @@ static bool in_anon(const struct proc_ent *p, uint64_t pc)
 	return false;
 }
 
-void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
+bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 {
 	struct proc_ent *p;
 	int pid = (int)t->hdr.pid;
 
 	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS)
-		return;
+		return false;
 	p = *proc_slot(u, pid);
 	if (!p) {
 		refresh(u, pid);
-		return;
+		return false;
 	}
 	/* a runtime not ready at the last refresh (a JVM starting): offer it the process again */
 	if (p->rt_retry && now_ns() - p->refreshed_ns >= RT_RETRY_NS) {
 		refresh(u, pid);
-		return;
+		return false;
 	}
 	/* no room last time: exits may have made some, try again at the slow rate */
 	if (p->unstored) {
-		if (now_ns() - p->refreshed_ns >= UNSTORED_RETRY_NS)
-			refresh(u, pid);
-		return;
+		if (now_ns() - p->refreshed_ns < UNSTORED_RETRY_NS)
+			return false;
+		refresh(u, pid);
+		return false;
 	}
 	if (t->unwind_error != OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->unwind_error != OTELPROF_UNWIND_NO_TABLE)
-		return;
+		return false;
 	if (t->n_user && t->unwind_error == OTELPROF_UNWIND_UNKNOWN_MAPPING &&
 	    t->n_kernel + t->n_user <= OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES) {
 		uint64_t pc = t->frames[t->n_kernel + t->n_user - 1];
 
 		/* JIT code we already know about: nothing new to learn from /proc */
 		if (in_anon(p, pc))
-			return;
+			return false;
 		if (p->quick < QUICK_REFRESHES && !in_known(p, pc) &&
 		    now_ns() - p->refreshed_ns >= QUICK_REFRESH_NS) {
 			p->quick++;
 			refresh(u, pid);
-			return;
+			return true;
 		}
 	}
 	if (now_ns() - p->refreshed_ns < REFRESH_MIN_NS)
-		return;
+		return false;
 	refresh(u, pid);
+	return false;
 }
 
 void op_unwinder_on_exec(struct op_unwinder *u, int pid)
@@ -1058,6 +1207,8 @@ void op_unwinder_free(struct op_unwinder *u)
 			free(p);
 		}
 	}
+	for (int i = 0; u->files && i < u->n_files; i++)
+		free(u->files[i].saved);
 	free(u->free_ext);
 	free(u->slot_used);
 	free(u->rules);

@@ -28,8 +28,12 @@ void op_unwinder_free(struct op_unwinder *u);
 
 /* Read @pid's mappings and load what it needs now (targets known in advance). */
 int op_unwinder_add_pid(struct op_unwinder *u, int pid);
-/* Every trace record: first sight of a pid, or an unknown PC, (re)loads that process. */
-void op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
+/*
+ * Every trace record: first sight of a pid, or an unknown PC, (re)loads that process. True
+ * when it re-read the process's mappings because the PC lay outside all of them (something
+ * was mapped since they were read: libc after exec, a dlopen); a few times per process.
+ */
+bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
 void op_unwinder_on_exec(struct op_unwinder *u, int pid);
 void op_unwinder_on_exit(struct op_unwinder *u, int pid);
 
@@ -54,6 +58,12 @@ struct op_unwinder_stats {
 	 * or slots; its code uses frame pointers until a retry fits) */
 	uint64_t procs_full;
 	uint64_t tables_full;
+	/*
+	 * Evicted tables whose rows were kept in memory (within a byte budget) and loaded again
+	 * without compiling when a process mapped the binary again; bytes kept now.
+	 */
+	uint64_t reloaded;
+	uint64_t saved_bytes;
 };
 void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st);
 

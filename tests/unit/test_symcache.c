@@ -5,11 +5,15 @@
  * symbolizes to. Two programs this test compiles (one with compressed DWARF, -gz) are
  * symbolized with a one-byte instance budget, alternating between the files so each new CU
  * re-opens its file's instance and closes the other's, and compared with a run under the
- * default budget.
+ * default budget. Compressed sections are inflated once per file and their copies reused by
+ * every re-open, unless the inflated budget frees them (then inflated again, same results).
+ *
+ * Also: op_filecache_get_mapped() finds a referenced file by device and inode only.
  *
  * Needs gcc and binutils (nm).
  */
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -128,6 +132,8 @@ int main(void)
 	uint64_t addrs[2][N_ADDRS / 2];
 	static struct expect want[2][N_ADDRS / 2], got[2][N_ADDRS / 2];
 	size_t open_handles = 99, bytes = 99;
+	struct op_dwarf_inflated_stats z0, z1;
+	uint64_t ref_inflations;
 	struct op_filecache *c;
 	struct op_file *f;
 	struct op_sym_result r1, r2;
@@ -150,7 +156,12 @@ int main(void)
 	}
 
 	/* reference: the default budget */
+	op_dwarf_inflated_stats(&z0);
 	run(bin, addrs, n, want);
+	op_dwarf_inflated_stats(&z1);
+	ref_inflations = z1.inflations - z0.inflations;
+	CHECK(ref_inflations >= 3); /* the -gz copy: at least info, abbrev, line */
+	CHECK_EQ(z1.bytes, 0);	    /* its file freed: the copies went with it */
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < n[k]; i++) {
 			CHECK_EQ(want[k][i].ret, 0);
@@ -164,9 +175,16 @@ int main(void)
 		CHECK_EQ(want[0][i].line, want[1][i].line);
 	}
 
-	/* one byte for all instances: every switch of file closes the other one */
+	/*
+	 * one byte for all instances: every switch of file closes the other one; the compressed
+	 * file's re-opens reuse its inflated sections instead of inflating them again
+	 */
 	op_dwarf_set_handle_budget(1);
+	op_dwarf_inflated_stats(&z0);
 	run(bin, addrs, n, got);
+	op_dwarf_inflated_stats(&z1);
+	CHECK_EQ(z1.inflations - z0.inflations, ref_inflations);
+	CHECK(z1.reused - z0.reused >= ref_inflations); /* re-opened at least once */
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < n[k]; i++) {
 			CHECK_EQ(got[k][i].ret, want[k][i].ret);
@@ -177,6 +195,49 @@ int main(void)
 		}
 	op_dwarf_handle_stats(&open_handles, &bytes);
 	CHECK_EQ(open_handles, 0); /* both files were freed */
+
+	/*
+	 * an inflated budget one byte short of what the file's sections take: copies freed
+	 * when a handle closes over it, inflated again on the next open, same names
+	 */
+	c = op_filecache_new(0);
+	REQUIRE(c);
+	f = op_filecache_get_path(c, path[1]);
+	REQUIRE(f);
+	for (i = 0; i < n[1]; i++)
+		lookup(f, addrs[1][i], &got[1][i]);
+	op_dwarf_inflated_stats(&z0);
+	op_file_put(f);
+	op_filecache_free(c);
+	REQUIRE(z0.bytes > 1);
+	op_dwarf_set_inflated_budget(z0.bytes - 1);
+	op_dwarf_inflated_stats(&z0);
+	run(bin, addrs, n, got);
+	op_dwarf_inflated_stats(&z1);
+	CHECK(z1.inflations - z0.inflations > ref_inflations);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n[k]; i++) {
+			CHECK_EQ(got[k][i].ret, want[k][i].ret);
+			CHECK_STR(got[k][i].name, want[k][i].name);
+			CHECK_STR(got[k][i].file, want[k][i].file);
+			CHECK_EQ(got[k][i].line, want[k][i].line);
+		}
+	CHECK_EQ(z1.bytes, 0);
+
+	/* a budget smaller than any section: nothing kept, libelf inflates into the handle */
+	op_dwarf_set_inflated_budget(1);
+	op_dwarf_inflated_stats(&z0);
+	run(bin, addrs, n, got);
+	op_dwarf_inflated_stats(&z1);
+	CHECK_EQ(z1.inflations, z0.inflations);
+	CHECK_EQ(z1.reused, z0.reused);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n[k]; i++) {
+			CHECK_EQ(got[k][i].ret, want[k][i].ret);
+			CHECK_STR(got[k][i].name, want[k][i].name);
+			CHECK_EQ(got[k][i].line, want[k][i].line);
+		}
+	op_dwarf_set_inflated_budget(24u << 20);
 	op_dwarf_set_handle_budget(16u << 20);
 
 	/* cached results: the same strings again; an idle instance is closed after 3 s */
@@ -188,6 +249,8 @@ int main(void)
 	op_dwarf_handle_stats(&open_handles, NULL);
 	CHECK_EQ(open_handles, 1);
 	sleep(4);
+	op_dwarf_inflated_stats(&z0);
+	CHECK(z0.bytes > 0); /* the handle closed when idle; its inflated sections stay */
 	CHECK_EQ(op_file_symbolize(f, addrs[1][0], &r2), 0); /* from the cache: no re-open */
 	CHECK(r1.n == r2.n && r1.lines[0].name == r2.lines[0].name &&
 	      r1.lines[0].file == r2.lines[0].file && r1.lines[0].line == r2.lines[0].line);
@@ -198,10 +261,36 @@ int main(void)
 	lookup(f, addrs[1][n[1] - 1], &got[1][0]);
 	CHECK_STR(got[1][0].name, want[1][n[1] - 1].name);
 	CHECK_EQ(got[1][0].line, want[1][n[1] - 1].line);
+	op_dwarf_inflated_stats(&z1);
+	CHECK_EQ(z1.inflations, z0.inflations); /* without inflating anything again */
+	CHECK(z1.reused > z0.reused);
 	op_dwarf_handle_stats(&open_handles, NULL);
 	CHECK_EQ(open_handles, 1);
 	op_file_put(f);
 	op_filecache_free(c);
+
+	/*
+	 * A library of an exited process by the device and inode its maps line gave: the cached
+	 * file while another reference holds it, nothing once none does or for another inode.
+	 */
+	{
+		struct stat st;
+		struct op_file *g;
+
+		REQUIRE(stat(path[0], &st) == 0);
+		c = op_filecache_new(0);
+		REQUIRE(c);
+		f = op_filecache_get_path(c, path[0]);
+		REQUIRE(f);
+		g = op_filecache_get_mapped(c, st.st_dev, st.st_ino);
+		CHECK(g == f);
+		op_file_put(g);
+		CHECK(op_filecache_get_mapped(c, st.st_dev, st.st_ino + 1) == NULL);
+		CHECK(op_filecache_get_mapped(c, st.st_dev + 1, st.st_ino) == NULL);
+		op_file_put(f); /* idle in the cache now: no process maps it */
+		CHECK(op_filecache_get_mapped(c, st.st_dev, st.st_ino) == NULL);
+		op_filecache_free(c);
+	}
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd))

@@ -112,6 +112,9 @@ type Stats struct {
 	// Binaries open in the file cache; SymbolizeBacklogBytes is queued, unsymbolized work.
 	Binaries              uint64
 	SymbolizeBacklogBytes uint64
+	// SymbolizeBacklog is how many records the library's symbolizer thread has yet to
+	// symbolize (a report leaves them for the next one rather than wait for them).
+	SymbolizeBacklog uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.

@@ -242,6 +242,7 @@ func (p *Profiler) Stats() (Stats, error) {
 		Binaries:         uint64(st.binaries),
 
 		SymbolizeBacklogBytes: uint64(st.symbolize_backlog_bytes),
+		SymbolizeBacklog:      uint64(st.symbolize_backlog),
 	}
 	for i := 1; i < C.OTELPROF_UNWIND_ERROR_MAX; i++ {
 		if n := uint64(st.unwind_errors[i]); n != 0 {
