@@ -34,7 +34,7 @@ cp "$dir/elf/alloc" "$dir/elf/alloc-nofp" "$dir/allocsyms/" 2>/dev/null || true
 
 # python: minor, instruction offset, first line, then a code object's line table, from each
 # Python here (the fuzzer's input layout, tests/fuzz/fuzz_python.c)
-for py in /root/.pyenv/versions/3.*/bin/python3.* /usr/bin/python3.11; do
+for py in /root/.pyenv/versions/3.*/bin/python3.[0-9] /root/.pyenv/versions/3.*/bin/python3.[0-9][0-9] /usr/bin/python3.11; do
 	[ -x "$py" ] || continue
 	"$py" - "$dir/python" <<'PY' 2>/dev/null || true
 import os, struct, sys
