@@ -297,7 +297,7 @@ const char *op_frame_type_name(enum op_frame_type t)
 	case OP_FRAME_V8JS:
 		return "v8js";
 	case OP_FRAME_HOTSPOT:
-		return "hotspot";
+		return "jvm"; /* the semantic conventions' value for HotSpot frames */
 	case OP_FRAME_TYPE_MAX:
 		break;
 	}
@@ -948,7 +948,7 @@ static const char *const wk_strings[OP_WK_MAX] = {
 	[OP_WK_ABORT] = "abort-marker",
 	[OP_WK_CPYTHON] = "cpython",
 	[OP_WK_V8JS] = "v8js",
-	[OP_WK_HOTSPOT] = "hotspot",
+	[OP_WK_HOTSPOT] = "jvm",
 	[OP_WK_ID] = "id",
 	[OP_WK_OFF_CPU] = "off_cpu",
 	[OP_WK_THREAD_STATE] = "thread.state",

@@ -367,7 +367,7 @@ var sideBySideDifferences = map[string]string{
 
 // runtimeFrameTypes are upstream's frame types of language runtimes. When a process of such a
 // runtime runs on the host, upstream shows its frames; ours shows them only once the runtime's
-// unwinder is in this build (python, v8, hotspot are being added; the others are not
+// unwinder is in this build (python, v8 and hotspot are; the others are not
 // planned). Until then its code is native frames of the interpreter or JIT: a difference the
 // README lists. A runtime we do show must use upstream's name (any other name fails).
 var runtimeFrameTypes = map[string]string{

@@ -287,7 +287,7 @@ func TestHotSpotUnknownBuild(t *testing.T) {
 	}
 }
 
-// checkOTLPFrameType: in OTLP, the Java frames carry profile.frame.type "hotspot", the JVM's
+// checkOTLPFrameType: in OTLP, the Java frames carry profile.frame.type "jvm" (the semantic conventions' value, as upstream), the JVM's
 // own (libjvm.so) "native".
 func checkOTLPFrameType(t *testing.T, pid int) {
 	t.Helper()
@@ -317,8 +317,8 @@ func checkOTLPFrameType(t *testing.T, pid int) {
 			types[dict.StringTable().At(int(fn.NameStrindex()))] = ft
 		}
 	}
-	for fn, want := range map[string]string{"HotMethods.heavy": "hotspot",
-		"HotMethods.main": "hotspot", "JavaCalls::call_helper": "native"} {
+	for fn, want := range map[string]string{"HotMethods.heavy": "jvm",
+		"HotMethods.main": "jvm", "JavaCalls::call_helper": "native"} {
 		if got, ok := types[fn]; !ok {
 			t.Errorf("OTLP: no %s frame", fn)
 		} else if got != want {
