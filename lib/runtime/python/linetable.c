@@ -72,11 +72,18 @@ static uint64_t varint(const uint8_t **p, const uint8_t *end)
 	return v;
 }
 
+/* A corrupt table may hold any delta: add without signed overflow (the line is then wrong,
+ * never undefined; it is only used as a number). */
+static int64_t wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 static int64_t svarint(const uint8_t **p, const uint8_t *end)
 {
 	uint64_t v = varint(p, end);
 
-	return (v & 1) ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
+	return (v & 1) ? (int64_t)(0 - (v >> 1)) : (int64_t)(v >> 1);
 }
 
 static int64_t line_311(const uint8_t *tab, size_t len, int64_t first, int64_t lasti)
@@ -97,18 +104,18 @@ static int64_t line_311(const uint8_t *tab, size_t len, int64_t first, int64_t l
 			has_line = false;
 			break;
 		case 14:
-			line += svarint(&p, end);
+			line = wrap_add(line, svarint(&p, end));
 			varint(&p, end);
 			varint(&p, end);
 			varint(&p, end);
 			break;
 		case 13:
-			line += svarint(&p, end);
+			line = wrap_add(line, svarint(&p, end));
 			break;
 		case 12:
 		case 11:
 		case 10:
-			line += code - 10;
+			line = wrap_add(line, code - 10);
 			p += (end - p) < 2 ? (end - p) : 2;
 			break;
 		default:
