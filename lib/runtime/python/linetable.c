@@ -216,7 +216,10 @@ int op_py_version_name(const char *path)
 	if (b[0] < '2' || b[0] > '3' || b[1] != '.' || b[2] < '0' || b[2] > '9')
 		return -1;
 	major = b[0] - '0';
-	for (b += 2; *b >= '0' && *b <= '9' && minor < 1000; b++)
+	for (b += 2; *b >= '0' && *b <= '9'; b++) {
 		minor = minor * 10 + (*b - '0');
+		if (minor >= 100)
+			return -1; /* no such version: 3.100 would read as 4.00 */
+	}
 	return major * 100 + minor;
 }
