@@ -61,6 +61,10 @@ if [ "${1:-}" != "--unit" ]; then
 	# $BUILD/tools; if it cannot be built, the test says why and skips
 	echo "=== building Grafana Pyroscope (scripts/build-pyroscope.sh, cached)"
 	./scripts/build-pyroscope.sh >/dev/null || echo "Pyroscope build failed: TestPyroscope will say why"
+	# the upstream profiler's collector for TestDropinSideBySide (cached; about a minute cold)
+	echo "=== building the upstream profiler's collector (bench/build-upstream.sh, cached)"
+	BUILD="$BUILD" ./bench/build-upstream.sh >/dev/null ||
+		echo "upstream collector build failed: TestDropinSideBySide will say why"
 	# valgrind cannot run an AddressSanitizer build: the plain `make test` runs that test
 	if [ "${SANITIZE:-0}" = 1 ]; then
 		go_tests tests/integration -timeout 40m -skip '^TestReliabilityValgrind$'

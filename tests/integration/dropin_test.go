@@ -865,3 +865,47 @@ func TestDropinClockSync(t *testing.T) {
 		})
 	}
 }
+
+// TestDropinTracersPythonOff: `tracers` without python leaves a Python process's stacks
+// native (the interpreter's eval loop, no Python function), with python they carry its
+// functions - the key switches the runtime's unwinder, not just a label.
+func TestDropinTracersPythonOff(t *testing.T) {
+	requireRoot(t)
+	py := pythons(t)["3.12"]
+	if py == "" {
+		t.Skip("skipped: no Python 3.12 under /root/.pyenv/versions")
+	}
+	for _, c := range []struct {
+		tracers string
+		python  bool
+	}{{"all", true}, {"all,-python", false}} {
+		t.Run(c.tracers, func(t *testing.T) {
+			_, pid, _ := startPython(t, py, "ab")
+			cfg, out := fileCollectorConfig(t, pid, "samples_per_second: 199",
+				fmt.Sprintf("tracers: %q", c.tracers))
+			col := startCollector(t, "collector", nil, "--config", cfg,
+				"--feature-gates=service.profilesSupport")
+			var pv *procView
+			waitUntil(t, 90*time.Second, "300 samples of the Python workload", func() bool {
+				batches, err := readProtoFile(out)
+				if err != nil {
+					t.Fatalf("file exporter output: %v", err)
+				}
+				pv = byPid(t, batches)[int64(pid)]
+				return pv != nil && pv.samples >= 300
+			}, col)
+			col.stop(t, 30*time.Second)
+			py, loop := pv.functions["<module>"], pv.functions["_PyEval_EvalFrameDefault"]
+			t.Logf("tracers %q: %d samples, %d with <module> (%d with work_a), %d with the eval loop",
+				c.tracers, pv.samples, py, pv.functions["work_a"], loop)
+			if c.python && (py < pv.samples*9/10 || pv.functions["work_a"] == 0) {
+				t.Errorf("python on: <module> on %d of %d samples (want >= 90%%), work_a on %d",
+					py, pv.samples, pv.functions["work_a"])
+			}
+			if !c.python && (py+pv.functions["work_a"] != 0 || loop < pv.samples*9/10) {
+				t.Errorf("python off: %d samples with Python functions (want 0), the eval loop "+
+					"on %d of %d (want >= 90%%)", py, loop, pv.samples)
+			}
+		})
+	}
+}
