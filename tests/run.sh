@@ -57,14 +57,22 @@ go_tests() {
 run_unit
 if [ "${1:-}" != "--unit" ]; then
 	go_tests go-shim -timeout 20m
-	# Grafana Pyroscope for TestPyroscope, built once (about 12 minutes cold) and cached under
-	# $BUILD/tools; if it cannot be built, the test says why and skips
-	echo "=== building Grafana Pyroscope (scripts/build-pyroscope.sh, cached)"
-	./scripts/build-pyroscope.sh >/dev/null || echo "Pyroscope build failed: TestPyroscope will say why"
-	# the upstream profiler's collector for TestDropinSideBySide (cached; about a minute cold)
-	echo "=== building the upstream profiler's collector (bench/build-upstream.sh, cached)"
-	BUILD="$BUILD" ./bench/build-upstream.sh >/dev/null ||
+	# Tools the end-to-end tests run beside ours, built once into build/ whatever SANITIZE says
+	# (they are not ours to sanitize) and linked into this run's $BUILD: Grafana Pyroscope for
+	# TestPyroscope (about 12 minutes cold) and the upstream profiler's collector for
+	# TestDropinSideBySide (about a minute). A build that fails makes its test say why.
+	tools=$PWD/build
+	echo "=== building Grafana Pyroscope and the upstream collector (cached in $tools)"
+	BUILD="$tools" ./scripts/build-pyroscope.sh >/dev/null ||
+		echo "Pyroscope build failed: TestPyroscope will say why"
+	BUILD="$tools" ./bench/build-upstream.sh >/dev/null ||
 		echo "upstream collector build failed: TestDropinSideBySide will say why"
+	if [ "$BUILD" != "$tools" ]; then
+		mkdir -p "$BUILD/tools" "$BUILD/bench"
+		for f in "$tools"/tools/pyroscope-* "$tools"/bench/otelcol-ebpf-profiler "$tools"/bench/memlock-shim; do
+			[ -e "$f" ] && ln -sfn "$f" "$BUILD/${f#"$tools"/}"
+		done
+	fi
 	# valgrind cannot run an AddressSanitizer build: the plain `make test` runs that test
 	if [ "${SANITIZE:-0}" = 1 ]; then
 		go_tests tests/integration -timeout 40m -skip '^TestReliabilityValgrind$'
