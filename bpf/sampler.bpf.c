@@ -205,6 +205,58 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 }
 
 /*
+ * A uprobe's event - a probe link hit, a sampled allocation - sent with the stack of the
+ * registers @ctx, walked on chain @chain (its tail-call array @progs): @origin, @value,
+ * @flags, @now, and for allocations their address @addr and the mean @mean they were drawn at.
+ */
+static __always_inline int uprobe_submit(struct pt_regs *ctx, __u32 chain, void *progs, __u8 origin,
+					 __u64 value, __u32 flags, __u64 now, __u64 addr,
+					 __u64 mean)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	struct op_unwind_proc *proc;
+	struct user_regs regs;
+	struct op_trace *t;
+
+	t = bpf_map_lookup_elem(&scratch, &chain);
+	if (!t)
+		return 0;
+	t->hdr.type = OP_EV_TRACE;
+	t->hdr.pid = pid;
+	t->tid = (__u32)pid_tgid;
+	t->cpu = bpf_get_smp_processor_id();
+	t->ktime_ns = now;
+	t->flags = flags;
+	t->unwind_error = OTELPROF_UNWIND_OK;
+	t->origin = origin;
+	t->state = OP_STATE_NONE;
+	t->value = value;
+	t->addr = addr;
+	t->mean = mean;
+	bpf_get_current_comm(t->comm, sizeof(t->comm));
+	t->n_kernel = 0;
+	t->n_user = 0;
+	read_labels(t, bpf_get_current_task_btf());
+	/* a uprobe: the leaf is the traced function; a uretprobe: the caller, at the call site */
+	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (proc) {
+		struct walk_ctx w = { .t = t, .proc = proc };
+
+		w.s = unwind_begin(t, chain);
+		if (w.s) {
+			unwind_leaf_regs_pt(w.s, ctx);
+			return walk_and_submit(ctx, progs, &w);
+		}
+	}
+	regs.ip = PT_REGS_IP(ctx);
+	regs.sp = PT_REGS_SP(ctx);
+	regs.bp = ctx->bp;
+	t->n_user = walk_frame_pointers(t, 0, &regs);
+	return submit_trace(t, true);
+}
+
+/*
  * Probe links (issue 22, the upstream receiver's probe_links): a uprobe or uretprobe on a
  * traced function; each hit is a sample of the stack at that point (events/count). Attached
  * by lib/sample/sampler.c, loaded only when links are configured.
@@ -214,49 +266,14 @@ OP_UNWIND_CHAIN(probe, "uprobe", OP_CHAIN_PROBE)
 SEC("uprobe")
 int on_probe(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_PROBE;
-	struct op_unwind_proc *proc;
-	struct user_regs regs;
-	struct op_trace *t;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) {
 		count(OP_CNT_FILTERED);
 		return 0;
 	}
-	t = bpf_map_lookup_elem(&scratch, &chain);
-	if (!t)
-		return 0;
-	t->hdr.type = OP_EV_TRACE;
-	t->hdr.pid = pid;
-	t->tid = (__u32)pid_tgid;
-	t->cpu = bpf_get_smp_processor_id();
-	t->ktime_ns = bpf_ktime_get_ns();
-	t->flags = 0;
-	t->unwind_error = OTELPROF_UNWIND_OK;
-	t->origin = OP_ORIGIN_PROBE;
-	t->state = OP_STATE_NONE;
-	t->value = 1;
-	bpf_get_current_comm(t->comm, sizeof(t->comm));
-	t->n_kernel = 0;
-	t->n_user = 0;
-	read_labels(t, bpf_get_current_task_btf());
-	/* the user registers at the probed instruction: the leaf is the traced function */
-	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (proc) {
-		struct walk_ctx w = { .t = t, .proc = proc };
-
-		w.s = unwind_begin(t, OP_CHAIN_PROBE);
-		if (w.s) {
-			unwind_leaf_regs_pt(w.s, ctx);
-			return walk_and_submit(ctx, &probe_progs, &w);
-		}
-	}
-	regs.ip = PT_REGS_IP(ctx);
-	regs.sp = PT_REGS_SP(ctx);
-	regs.bp = ctx->bp;
-	t->n_user = walk_frame_pointers(t, 0, &regs);
-	return submit_trace(t, true);
+	return uprobe_submit(ctx, OP_CHAIN_PROBE, &probe_progs, OP_ORIGIN_PROBE, 1, 0,
+			     bpf_ktime_get_ns(), 0, 0);
 }
 
 /*
@@ -318,47 +335,8 @@ OP_UNWIND_CHAIN(alloc, "uretprobe", OP_CHAIN_ALLOC)
 static __always_inline int alloc_submit(struct pt_regs *ctx, __u64 addr, __u64 size, __u64 mean,
 					__u32 flags, __u64 now)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, chain = OP_CHAIN_ALLOC;
-	struct op_unwind_proc *proc;
-	struct user_regs regs;
-	struct op_trace *t;
-
-	t = bpf_map_lookup_elem(&scratch, &chain);
-	if (!t)
-		return 0;
-	t->hdr.type = OP_EV_TRACE;
-	t->hdr.pid = pid;
-	t->tid = (__u32)pid_tgid;
-	t->cpu = bpf_get_smp_processor_id();
-	t->ktime_ns = now;
-	t->flags = flags;
-	t->unwind_error = OTELPROF_UNWIND_OK;
-	t->origin = OP_ORIGIN_ALLOC;
-	t->state = OP_STATE_NONE;
-	t->value = size;
-	t->addr = addr;
-	t->mean = mean;
-	bpf_get_current_comm(t->comm, sizeof(t->comm));
-	t->n_kernel = 0;
-	t->n_user = 0;
-	read_labels(t, bpf_get_current_task_btf());
-	/* the registers as the allocator returned: the leaf is its caller, at the call site */
-	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (proc) {
-		struct walk_ctx w = { .t = t, .proc = proc };
-
-		w.s = unwind_begin(t, OP_CHAIN_ALLOC);
-		if (w.s) {
-			unwind_leaf_regs_pt(w.s, ctx);
-			return walk_and_submit(ctx, &alloc_progs, &w);
-		}
-	}
-	regs.ip = PT_REGS_IP(ctx);
-	regs.sp = PT_REGS_SP(ctx);
-	regs.bp = ctx->bp;
-	t->n_user = walk_frame_pointers(t, 0, &regs);
-	return submit_trace(t, true);
+	return uprobe_submit(ctx, OP_CHAIN_ALLOC, &alloc_progs, OP_ORIGIN_ALLOC, size, flags, now,
+			     addr, mean);
 }
 
 SEC("uretprobe")
