@@ -16,10 +16,49 @@
 #ifndef OTELPROF_FILECACHE_H
 #define OTELPROF_FILECACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define OP_MAX_INLINE 16
+
+/*
+ * A file's identity as the cache keys it (device, inode, size, modification time), for the
+ * small per-file caches of other stages (e.g. what a runtime read from a binary).
+ */
+struct op_file_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+/* The identity of the file open on @fd; false (errno set) when fstat fails. */
+static inline bool op_file_id_of(int fd, struct op_file_id *id)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return false;
+	*id = (struct op_file_id){ st.st_dev, st.st_ino, st.st_size, st.st_mtim };
+	return true;
+}
+
+static inline bool op_file_id_eq(const struct op_file_id *a, const struct op_file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* A slot for @id in a table of @slots entries. */
+static inline size_t op_file_id_slot(const struct op_file_id *id, size_t slots)
+{
+	uint64_t h = ((uint64_t)id->dev * 0x9e3779b97f4a7c15ull) ^
+		     ((uint64_t)id->ino * 0xc2b2ae3d27d4eb4full);
+
+	return (size_t)((h >> 32) % slots);
+}
 
 struct op_sym_line {
 	const char *name;	 /* display name (demangled when possible) */

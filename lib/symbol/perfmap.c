@@ -11,21 +11,11 @@
 #include <unistd.h>
 
 #include "symbol/perfmap.h"
+#include "util/hex.h"
 
 /* Entries looked at below the one found, for an older, longer range covering the address. */
 #define FIND_BACK  32
 #define RECHECK_NS (200ull * 1000000ull)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* A hex number at *@p (optional 0x), at most 16 digits; advances *@p. False when none. */
 static bool parse_hex(const char **p, const char *end, uint64_t *out)
@@ -36,10 +26,10 @@ static bool parse_hex(const char **p, const char *end, uint64_t *out)
 
 	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
-	for (; s < end && hexval(*s) >= 0; s++, digits++) {
+	for (; s < end && op_hexval(*s) >= 0; s++, digits++) {
 		if (digits == 16)
 			return false;
-		v = v << 4 | (uint64_t)hexval(*s);
+		v = v << 4 | (uint64_t)op_hexval(*s);
 	}
 	if (!digits)
 		return false;

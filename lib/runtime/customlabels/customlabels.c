@@ -50,10 +50,7 @@ struct cl_elf {
 #define CACHE_SLOTS 256
 
 struct cache_ent {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
+	struct op_file_id id;
 	bool valid;
 	struct cl_elf ce;
 };
@@ -150,25 +147,21 @@ static int read_elf(int fd, struct cl_elf *ce)
 /* read_elf() of the file open on @fd, through the identity cache. */
 static int elf_cached(struct customlabels *c, int fd, struct cl_elf *ce)
 {
+	struct op_file_id id;
 	struct cache_ent *e;
-	struct stat st;
-	uint64_t h;
 	int err;
 
-	if (fstat(fd, &st))
+	if (!op_file_id_of(fd, &id))
 		return -errno;
-	h = ((uint64_t)st.st_dev * 0x9e3779b97f4a7c15ull) ^
-	    ((uint64_t)st.st_ino * 0xc2b2ae3d27d4eb4full);
-	e = &c->cache[(h >> 32) % CACHE_SLOTS];
-	if (e->valid && e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
-	    e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+	e = &c->cache[op_file_id_slot(&id, CACHE_SLOTS)];
+	if (e->valid && op_file_id_eq(&e->id, &id)) {
 		*ce = e->ce;
 		return 0;
 	}
 	err = read_elf(fd, ce);
 	if (err)
 		return err;
-	*e = (struct cache_ent){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, true, *ce };
+	*e = (struct cache_ent){ id, true, *ce };
 	return 0;
 }
 

@@ -121,10 +121,7 @@ struct py_elf {
 #define ELF_CACHE_SLOTS 128
 
 struct elf_ent {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
+	struct op_file_id id;
 	bool valid;
 	struct py_elf pe;
 };
@@ -255,30 +252,21 @@ static int read_elf(int fd, struct py_elf *pe)
 
 static int elf_cached(struct python *py, int fd, struct py_elf *pe)
 {
+	struct op_file_id id;
 	struct elf_ent *e;
-	struct stat st;
-	uint64_t h;
 	int err;
 
-	if (fstat(fd, &st))
+	if (!op_file_id_of(fd, &id))
 		return -errno;
-	h = ((uint64_t)st.st_dev * 0x9e3779b97f4a7c15ull) ^
-	    ((uint64_t)st.st_ino * 0xc2b2ae3d27d4eb4full);
-	e = &py->elfs[(h >> 32) % ELF_CACHE_SLOTS];
-	if (e->valid && e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
-	    e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+	e = &py->elfs[op_file_id_slot(&id, ELF_CACHE_SLOTS)];
+	if (e->valid && op_file_id_eq(&e->id, &id)) {
 		*pe = e->pe;
 		return 0;
 	}
 	err = read_elf(fd, pe);
 	if (err)
 		return err;
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
-	e->size = st.st_size;
-	e->mtime = st.st_mtim;
-	e->valid = true;
-	e->pe = *pe;
+	*e = (struct elf_ent){ id, true, *pe };
 	return 0;
 }
 
