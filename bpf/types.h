@@ -269,6 +269,13 @@ enum op_py_reason {
 };
 
 /*
+ * A Python-tagged frame with this payload (no code object lives at 0) is a marker, recorded
+ * before the first eval-loop frame the chain could not replace; its second word is the
+ * reason (OP_PY_READ_FAILED or OP_PY_CHAIN_ENDED). User space names it (op_py_marker_name).
+ */
+#define OP_PY_MARKER_PAYLOAD 0
+
+/*
  * V8 (Node.js): how bpf/runtime/v8.bpf.h reads a process's JavaScript frames (the v8_procs map,
  * filled by lib/runtime/v8 from the binary's v8dbg_* post-mortem constants). Frame offsets
  * are from the frame pointer; object offsets from an object's untagged address.

@@ -849,8 +849,18 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 			locs[n++] = user_location(p, proc, slot, i == 0);
 		} else if (i + 1 < nu) {
 			/* a runtime's frame: this slot and the next (bpf/types.h) */
-			locs[n++] = runtime_location(p, (int)t->hdr.pid, kind,
-						     OP_FRAME_PAYLOAD(slot), t->frames[nk + i + 1]);
+			const struct op_runtime *rt =
+				kind < OP_RUNTIME_MAX ? p->runtimes[kind] : NULL;
+			const char *mark = rt && rt->marker ? rt->marker(OP_FRAME_PAYLOAD(slot),
+									 t->frames[nk + i + 1])
+							    : NULL;
+
+			if (!mark)
+				locs[n++] = runtime_location(p, (int)t->hdr.pid, kind,
+							     OP_FRAME_PAYLOAD(slot),
+							     t->frames[nk + i + 1]);
+			else if (!p->opts.no_error_frames)
+				locs[n++] = marker_location(p, mark);
 			i++;
 		}
 	}

@@ -250,6 +250,25 @@ static long py_queue_one(__u64 i, void *arg)
 	return 0;
 }
 
+/* rt_state[1] once the chain is done: the reason, and PY_MARKED once its marker is recorded */
+#define PY_REASON_MASK 0xffull
+#define PY_MARKED      0x100ull
+
+/*
+ * The chain is done and the loop frame in s->r stays native: before the first such frame of
+ * a chain that changed under the walk or could not be read, a marker frame says so (once).
+ */
+static __always_inline void py_mark(struct op_rt_walk *w)
+{
+	struct unwind_scratch *s = w->s;
+	__u64 reason = s->rt_state[1];
+
+	if (reason != OP_PY_READ_FAILED && reason != OP_PY_CHAIN_ENDED)
+		return; /* already marked, or a reason that is not about the chain */
+	s->rt_state[1] = reason | PY_MARKED;
+	op_rt_push(w, OP_RUNTIME_PYTHON, OP_PY_MARKER_PAYLOAD, reason);
+}
+
 static __always_inline int python_walk(void *ctx, void *progs, struct op_rt_walk *w)
 {
 	struct unwind_scratch *s = w->s;
@@ -260,7 +279,8 @@ static __always_inline int python_walk(void *ctx, void *progs, struct op_rt_walk
 	if (op_rt_queued(w))
 		return op_rt_step_queued(ctx, progs, w);
 	if (s->rt_state[0] == PY_CHAIN_DONE) {
-		py_count((__u32)s->rt_state[1]);
+		py_count((__u32)s->rt_state[1] & PY_REASON_MASK);
+		py_mark(w);
 		return op_rt_keep_native(ctx, progs, w);
 	}
 	pp = bpf_map_lookup_elem(&python_procs, &s->pid);
@@ -288,6 +308,7 @@ static __always_inline int python_walk(void *ctx, void *progs, struct op_rt_walk
 		s->rt_state[0] = PY_CHAIN_DONE;
 		s->rt_state[1] = pw.reason ? pw.reason : OP_PY_CHAIN_ENDED;
 		py_count((__u32)s->rt_state[1]);
+		py_mark(w);
 		return op_rt_keep_native(ctx, progs, w);
 	}
 	py_count(OP_PY_FRAMES);

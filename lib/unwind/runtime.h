@@ -84,6 +84,12 @@ struct op_runtime {
 			 struct op_runtime_frame *out);
 	/* Free @ctx. */
 	void (*free)(void *ctx);
+	/*
+	 * Optional: the name of a marker frame ("[python: ...]") when (@payload, @data) is one
+	 * the unwinder recorded to say where and why its walk stopped, else NULL. Markers are
+	 * left out with send_error_frames off, like "[unwind error: ...]".
+	 */
+	const char *(*marker)(uint64_t payload, uint64_t data);
 };
 
 #endif

@@ -555,3 +555,93 @@ func TestPythonOffCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonChainMarker: a script whose frames are pushed and popped all the time. Samples
+// taken while its frame chain and its native stack disagree keep the eval-loop frames the
+// chain could not replace native, counted, with a "[python: ...]" marker directly above the
+// first of them; no Python frame follows a marker, and every Python frame is the script's.
+func TestPythonChainMarker(t *testing.T) {
+	requireRoot(t)
+	pys := pythons(t)
+	if len(pys) == 0 {
+		t.Skip("skipped: no CPython 3.8-3.13 under /root/.pyenv/versions or /usr/bin/python3.11")
+	}
+	known := map[string]bool{"churn": true, "churn_loop": true, "main": true, "<module>": true}
+	for v, py := range pys {
+		t.Run(v, func(t *testing.T) {
+			_, pid, _ := startPython(t, py, "churn")
+			p, stderr := recordPython(t, 1000, 3, pid)
+			ss := samplesOf(p, pid)
+			m := regexp.MustCompile(`(\d+) read failed, (\d+) chain ended`).FindStringSubmatch(stderr)
+			if m == nil {
+				t.Fatalf("record -v prints no Python counters: %s", stderr)
+			}
+			var marked, named int64
+			for _, s := range ss {
+				fs := frames(s)
+				seen := false
+				for i, loc := range s.Location {
+					for _, l := range loc.Line {
+						if l.Function == nil {
+							continue
+						}
+						f := pyFrame{l.Function.Name, l.Function.Filename, l.Line}
+						if strings.HasPrefix(f.name, "[python: ") {
+							if f.name != "[python: frame chain changed during the walk]" &&
+								f.name != "[python: frame chain unreadable]" {
+								t.Errorf("unknown marker %q", f.name)
+							}
+							if i+1 >= len(s.Location) || !locHas(s.Location[i+1], "_PyEval_EvalFrameDefault") {
+								t.Errorf("marker not directly above a native eval-loop frame: %v", fs)
+							}
+							if seen {
+								t.Errorf("two markers in one stack: %v", fs)
+							}
+							seen = true
+							marked += count(s)
+						} else if isWork(f) {
+							if !known[f.name] {
+								t.Errorf("Python frame %q the script does not have: %v", f.name, fs)
+							}
+							if seen {
+								t.Errorf("Python frame %q after a marker: %v", f.name, fs)
+							}
+						}
+					}
+				}
+				if len(pyStack(s)) > 0 {
+					named += count(s)
+				}
+			}
+			t.Logf("%d samples, %d with Python frames, %d with a marker; read failed %s, chain ended %s",
+				total(ss), named, marked, m[1], m[2])
+			// up to 3.10 every Python call enters the eval loop again: a sample between the
+			// C call and the push of the new frame finds one loop frame more than frames
+			if minor := pyMinor(v); minor <= 10 && atoi(t, m[2]) == 0 {
+				t.Errorf("3.%d: no eval-loop frame counted as left native for a chain ended early", minor)
+			}
+			if atoi(t, m[1])+atoi(t, m[2]) > 0 && marked == 0 {
+				t.Errorf("eval-loop frames left native for a chain that changed or failed, but no marker")
+			}
+			if float64(named) < 0.9*float64(total(ss)) {
+				t.Errorf("%d of %d samples with Python frames", named, total(ss))
+			}
+		})
+	}
+}
+
+// locHas: a location with a line (inlined ones included) in function @name.
+func locHas(loc *profile.Location, name string) bool {
+	for _, l := range loc.Line {
+		if l.Function != nil && l.Function.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pyMinor: the minor version of a pythons() name ("3.10", "debian-3.11").
+func pyMinor(v string) int {
+	n, _ := strconv.Atoi(v[strings.LastIndex(v, ".")+1:])
+	return n
+}

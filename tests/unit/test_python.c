@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bpf/types.h"
 #include "check.h"
 #include "runtime/python/python.h"
 
@@ -176,10 +177,23 @@ static void check_versions(void)
 	CHECK_EQ(op_py_version_name("/usr/bin/bash"), -1);
 }
 
+/* The marker frames bpf/runtime/python.bpf.h records where the chain stopped matching. */
+static void check_markers(void)
+{
+	CHECK_STR(op_py_marker_name(OP_PY_MARKER_PAYLOAD, OP_PY_CHAIN_ENDED),
+		  "[python: frame chain changed during the walk]");
+	CHECK_STR(op_py_marker_name(OP_PY_MARKER_PAYLOAD, OP_PY_READ_FAILED),
+		  "[python: frame chain unreadable]");
+	/* a real frame: a code object's address and (first line, offset) */
+	CHECK(op_py_marker_name(0x7f0012345678ull, OP_PY_CHAIN_ENDED) == NULL);
+	CHECK(op_py_marker_name(0x7f0012345678ull, (12ull << 32) | 4) == NULL);
+}
+
 int main(void)
 {
 	check_tables();
 	check_strings();
 	check_versions();
+	check_markers();
 	return check_done();
 }

@@ -657,6 +657,20 @@ static int symbolize(void *ctx, int pid, uint64_t payload, uint64_t data,
 	return 0;
 }
 
+const char *op_py_marker_name(uint64_t payload, uint64_t data)
+{
+	if (payload != OP_PY_MARKER_PAYLOAD)
+		return NULL;
+	switch (data) {
+	case OP_PY_CHAIN_ENDED:
+		return "[python: frame chain changed during the walk]";
+	case OP_PY_READ_FAILED:
+		return "[python: frame chain unreadable]";
+	default:
+		return "[python: frame chain ended]";
+	}
+}
+
 static void python_free(void *ctx)
 {
 	struct python *py = ctx;
@@ -682,6 +696,7 @@ struct op_runtime *op_python_runtime_new(const struct op_runtime_env *env)
 		.detach = detach,
 		.symbolize = symbolize,
 		.free = python_free,
+		.marker = op_py_marker_name,
 	};
 	return &py->rt;
 }

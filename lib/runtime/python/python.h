@@ -49,4 +49,11 @@ int op_py_utf8(const uint8_t *chars, size_t n, int kind, char *out, size_t cap);
 int op_py_version_hex(uint32_t hex);
 int op_py_version_name(const char *path);
 
+/*
+ * The name of the marker frame (@payload, @data) bpf/runtime/python.bpf.h records before the
+ * first eval-loop frame its frame chain could not replace ("[python: frame chain changed
+ * during the walk]", "[python: frame chain unreadable]"), or NULL when it is a Python frame.
+ */
+const char *op_py_marker_name(uint64_t payload, uint64_t data);
+
 #endif

@@ -89,6 +89,19 @@ def deep_loop(end):
         deep(48)
 
 
+def churn(n):
+    if n:
+        return churn(n - 1)
+    return n
+
+
+def churn_loop(end):
+    # frames pushed and popped all the time: samples taken while the chain and the native
+    # stack disagree (a call half made) end the Python frames in a marker
+    while time.time() < end:
+        churn(30)
+
+
 def sleeper():
     time.sleep(0.01)  # HOT:sleep
 
@@ -104,7 +117,7 @@ def main():
     sys.stdout.flush()
     end = time.time() + secs
     {"ab": ab, "zlib": compress_loop, "threads": threads, "fork": fork, "deep": deep_loop,
-     "sleep": sleep_loop}[mode](end)
+     "sleep": sleep_loop, "churn": churn_loop}[mode](end)
 
 
 main()
