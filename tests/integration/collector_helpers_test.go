@@ -80,6 +80,9 @@ func startCollectorUnder(t *testing.T, name string, wrapper, env []string, args 
 			<-c.done
 		}
 		if t.Failed() {
+			if r := c.crashReport(40); r != "" {
+				t.Logf("--- %s crashed:\n%s", c.name, r)
+			}
 			t.Logf("--- %s log (tail):\n%s", c.name, c.tail(12))
 		}
 	})
@@ -93,6 +96,22 @@ func (c *collectorProc) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// crashReport: the first @n lines of a sanitizer report or Go panic in the log, or "" (the
+// tail of such a report is only the shadow-byte legend or goroutine dumps).
+func (c *collectorProc) crashReport(n int) string {
+	b, _ := os.ReadFile(c.log)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "ERROR: AddressSanitizer") || strings.Contains(l, "runtime error:") ||
+			strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") ||
+			strings.HasPrefix(l, "SIG") {
+			end := min(i+n, len(lines))
+			return strings.Join(lines[i:end], "\n")
+		}
+	}
+	return ""
 }
 
 func (c *collectorProc) logContains(s string) bool {
