@@ -24,10 +24,10 @@ struct op_v8_stats {
 	uint64_t unknown_layout; /* V8 processes of a version or build we do not know: native */
 	uint64_t map_full;	 /* v8_procs had no room: native */
 	uint64_t named;		 /* frames named */
-	uint64_t unnamed;     /* frames whose function moved or was freed: OP_V8_MOVED */
-	uint64_t bpf_frames;  /* JavaScript frames recorded */
-	uint64_t bpf_no_proc; /* V8 code met without the process's layout */
-	uint64_t bpf_bad_fp;  /* walks ended at an unreadable frame pointer */
+	uint64_t unnamed;	 /* frames whose function moved or was freed: OP_V8_MOVED */
+	uint64_t bpf_frames;	 /* JavaScript frames recorded */
+	uint64_t bpf_no_proc;	 /* V8 code met without the process's layout */
+	uint64_t bpf_bad_fp;	 /* walks ended at an unreadable frame pointer */
 	uint64_t bpf_not_jsfunc; /* frames with a context but no JSFunction: not recorded */
 	uint64_t bpf_bad_sfi;	 /* JSFunctions without a SharedFunctionInfo: not recorded */
 };
