@@ -7,6 +7,7 @@
  * whole and a byte at a time (a record being written is left for later), code moved, records
  * whose size lies (too short for their name or code: skipped and counted; shorter than a
  * record header: nothing further read); then one this process maps, found and read.
+ * `test_perfmap --seed FILE` writes the synthetic jitdump as the jitdump fuzzer's seed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -208,7 +209,7 @@ static void check_live_jitdump(void)
 	op_perfmaps_free(c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const char text[] =
 		"2046ed98aae6 2a JS:~fib /tmp/busy.js:1:13\n"
@@ -227,6 +228,14 @@ int main(void)
 	char path[64];
 	struct timespec wait = { 0, 250 * 1000000 };
 
+	if (argc == 3 && !strcmp(argv[1], "--seed")) {
+		/* the synthetic jitdump in the other byte order, as the jitdump fuzzer's seed */
+		static struct jd d;
+		FILE *f = fopen(argv[2], "w");
+
+		jd_build(&d, true);
+		return !f || fwrite(d.b, 1, d.n, f) != d.n || fclose(f);
+	}
 	CHECK_EQ(op_perfmap_parse(&m, text, sizeof(text) - 1), 0);
 	CHECK_EQ(m.n, 5);
 	CHECK_EQ(m.bad_lines, 4);
