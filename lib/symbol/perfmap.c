@@ -449,8 +449,6 @@ static void read_jitdump(struct pm_proc *p)
 
 	if (!p->jd_path && !(p->jd_path = find_jitdump(p->pid)))
 		return;
-	if (p->jd.broken)
-		return;
 	snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, p->jd_path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -459,13 +457,15 @@ static void read_jitdump(struct pm_proc *p)
 		close(fd);
 		return;
 	}
-	if (p->jd_consumed && (st.st_dev != p->jd_dev || st.st_ino != p->jd_ino)) {
+	if ((p->jd_consumed || p->jd.broken) &&
+	    (st.st_dev != p->jd_dev || st.st_ino != p->jd_ino)) {
 		p->jd_consumed = 0; /* another file: its entries are newer than the old ones */
 		p->jd = (struct op_jitdump){ 0 };
 	}
 	p->jd_dev = st.st_dev;
 	p->jd_ino = st.st_ino;
-	if ((uint64_t)st.st_size <= p->jd_consumed || p->jd_consumed >= OP_PERFMAP_MAX_BYTES) {
+	if (p->jd.broken || (uint64_t)st.st_size <= p->jd_consumed ||
+	    p->jd_consumed >= OP_PERFMAP_MAX_BYTES) {
 		close(fd);
 		return;
 	}
