@@ -763,6 +763,7 @@ static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t 
 	uint64_t sfi = payload & ((1ull << OP_V8_ADDR_BITS) - 1), words[2], nosi, script;
 	struct sfi_ent *e;
 	int64_t start = -1;
+	bool is_sfi;
 	int t;
 
 	out->address = data & ((1ull << OP_V8_DATA_KIND_SHIFT) - 1);
@@ -782,12 +783,11 @@ static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t 
 	 * GC moved or freed the function between the sample and now: the frame is named as such,
 	 * never after whatever lives at the address now.
 	 */
-	t = obj_type(pid, c, sfi + 1);
 	words[0] = words[1] = 0;
-	if (!op_v8_same_function(t == c->type_sfi &&
-					 rd(pid, sfi + c->sfi_name_or_scope_info, &words[0], 8) &&
-					 rd(pid, sfi + c->sfi_script, &words[1], 8),
-				 words[0], payload)) {
+	is_sfi = obj_type(pid, c, sfi + 1) == c->type_sfi &&
+		 rd(pid, sfi + c->sfi_name_or_scope_info, &words[0], 8) &&
+		 rd(pid, sfi + c->sfi_script, &words[1], 8);
+	if (!op_v8_same_function(is_sfi, words[0], payload)) {
 		v->st.unnamed++;
 		snprintf(v->name, sizeof(v->name), "%s", OP_V8_MOVED);
 		out->sym.n = 1;
