@@ -365,9 +365,10 @@ struct otelprof_stats {
 	/*
 	 * JIT code (issue 20). V8: Node processes whose JavaScript frames are unwound, those of a
 	 * V8 build we do not know (their frames stay native), JavaScript frames named and not
-	 * named (their objects moved or were freed before naming), frames the BPF walk could
-	 * not take (a frame pointer it could not read; a frame without a JSFunction). Perf maps:
-	 * frames named from a /tmp/perf-PID.map, and its lines skipped as malformed.
+	 * named (their objects moved or were freed before naming: "[v8: function moved]"),
+	 * frames the BPF walk could not take (a frame pointer it could not read; a frame without
+	 * a JSFunction). Perf maps: frames named from a /tmp/perf-PID.map or a jitdump file, and
+	 * perf map lines skipped as malformed.
 	 */
 	uint64_t v8_processes;
 	uint64_t v8_unknown_layout;

@@ -423,7 +423,9 @@ static int cmd_record(int argc, char **argv)
 			(unsigned long long)st.v8_bad_frames,
 			(unsigned long long)st.v8_unknown_layout);
 	if (verbosity >= OTELPROF_LOG_INFO && (st.perfmap_named || st.perfmap_bad_lines))
-		fprintf(stderr, "%s: perf maps: %llu frames named, %llu malformed lines skipped\n",
+		fprintf(stderr,
+			"%s: perf maps: %llu frames named (perf-PID.map and jitdump files), %llu "
+			"malformed lines or records skipped\n",
 			prog, (unsigned long long)st.perfmap_named,
 			(unsigned long long)st.perfmap_bad_lines);
 	rc = 0;

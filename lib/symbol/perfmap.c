@@ -63,11 +63,36 @@ static int add_name(struct op_perfmap *m, const char *s, size_t len, uint32_t *o
 	return 0;
 }
 
+/* Code [@start, @start + @size) named @s (@len bytes): the newest entry. */
+static int add_ent(struct op_perfmap *m, uint64_t start, uint64_t size, const char *s, size_t len)
+{
+	uint32_t name;
+	int err;
+
+	if (m->n >= OP_PERFMAP_MAX_ENTRIES) {
+		m->dropped++;
+		return 0;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct op_perfmap_ent *e = realloc(m->ents, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		m->ents = e;
+		m->cap = cap;
+	}
+	err = add_name(m, s, len, &name);
+	if (err)
+		return err;
+	m->ents[m->n] = (struct op_perfmap_ent){ start, start + size, name, (uint32_t)m->n };
+	m->n++;
+	return 0;
+}
+
 static int parse_line(struct op_perfmap *m, const char *s, const char *end)
 {
 	uint64_t start, size;
-	uint32_t name;
-	int err;
 
 	while (end > s && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
 		end--;
@@ -83,25 +108,7 @@ static int parse_line(struct op_perfmap *m, const char *s, const char *end)
 		s++;
 	if (s == end || !size || start + size < start)
 		goto bad;
-	if (m->n >= OP_PERFMAP_MAX_ENTRIES) {
-		m->dropped++;
-		return 0;
-	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct op_perfmap_ent *e = realloc(m->ents, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		m->ents = e;
-		m->cap = cap;
-	}
-	err = add_name(m, s, (size_t)(end - s), &name);
-	if (err)
-		return err;
-	m->ents[m->n] = (struct op_perfmap_ent){ start, start + size, name, (uint32_t)m->n };
-	m->n++;
-	return 0;
+	return add_ent(m, start, size, s, (size_t)(end - s));
 bad:
 	m->bad_lines++;
 	return 0;
@@ -121,6 +128,129 @@ int op_perfmap_parse(struct op_perfmap *m, const char *buf, size_t len)
 		p = nl ? nl + 1 : end;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ jitdump */
+
+#define JD_MAGIC      0x4A695444u
+#define JD_HEADER     40 /* magic version total_size elf_mach pad1 pid (u32), timestamp flags (u64) */
+#define JD_RECORD     16 /* id total_size (u32), timestamp (u64) */
+#define JD_LOAD	      0
+#define JD_MOVE	      1
+#define JD_LOAD_FIXED 40 /* pid tid (u32), vma code_addr code_size code_index (u64) */
+#define JD_MOVE_FIXED 48 /* pid tid (u32), vma old_code_addr new_code_addr size index (u64) */
+#define JD_MAX_HEADER 4096
+
+static uint32_t jd_u32(const struct op_jitdump *j, const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return j->swap ? __builtin_bswap32(v) : v;
+}
+
+static uint64_t jd_u64(const struct op_jitdump *j, const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return j->swap ? __builtin_bswap64(v) : v;
+}
+
+static int jd_load(struct op_perfmap *m, const struct op_jitdump *j, const uint8_t *b, size_t n)
+{
+	uint64_t addr, size;
+	const uint8_t *name, *nul;
+
+	if (n < JD_LOAD_FIXED + 1)
+		goto bad;
+	addr = jd_u64(j, b + 16);
+	size = jd_u64(j, b + 24);
+	name = b + JD_LOAD_FIXED;
+	nul = memchr(name, '\0', n - JD_LOAD_FIXED);
+	/* the name ends inside the record, and the code bytes follow it there */
+	if (!nul || nul == name || !size || addr + size < addr ||
+	    size > (uint64_t)(b + n - (nul + 1)))
+		goto bad;
+	return add_ent(m, addr, size, (const char *)name, (size_t)(nul - name));
+bad:
+	m->bad_lines++;
+	return 0;
+}
+
+static int jd_move(struct op_perfmap *m, const struct op_jitdump *j, const uint8_t *b, size_t n)
+{
+	char name[OP_PERFMAP_MAX_NAME + 1];
+	uint64_t old, to, size, start;
+	const char *s;
+
+	if (n < JD_MOVE_FIXED)
+		goto bad;
+	old = jd_u64(j, b + 16);
+	to = jd_u64(j, b + 24);
+	size = jd_u64(j, b + 32);
+	if (!size || to + size < to)
+		goto bad;
+	s = op_perfmap_find(m, old, &start);
+	if (!s || start != old) /* code we never saw loaded: nothing to name it by */
+		goto bad;
+	snprintf(name, sizeof(name), "%s", s); /* add_ent may move the names */
+	return add_ent(m, to, size, name, strlen(name));
+bad:
+	m->bad_lines++;
+	return 0;
+}
+
+long op_jitdump_parse(struct op_perfmap *m, struct op_jitdump *j, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (j->broken)
+		return -EINVAL;
+	if (!j->header) {
+		uint32_t magic, hsize;
+
+		if (len < JD_HEADER)
+			return 0;
+		memcpy(&magic, buf, sizeof(magic));
+		if (magic == JD_MAGIC)
+			j->swap = false;
+		else if (__builtin_bswap32(magic) == JD_MAGIC)
+			j->swap = true;
+		else
+			goto broken;
+		hsize = jd_u32(j, buf + 8);
+		if (hsize < JD_HEADER || hsize > JD_MAX_HEADER)
+			goto broken;
+		if (len < hsize)
+			return 0;
+		j->header = true;
+		off = hsize;
+	}
+	while (len - off >= JD_RECORD) {
+		uint32_t id = jd_u32(j, buf + off), size = jd_u32(j, buf + off + 4);
+		const uint8_t *body = buf + off + JD_RECORD;
+		int err = 0;
+
+		/* a record shorter than its header, or longer than a file we read: lost sync */
+		if (size < JD_RECORD || size > OP_PERFMAP_MAX_BYTES)
+			goto broken;
+		if (size > len - off)
+			break; /* still being written */
+		if (id == JD_LOAD)
+			err = jd_load(m, j, body, size - JD_RECORD);
+		else if (id == JD_MOVE)
+			err = jd_move(m, j, body, size - JD_RECORD);
+		/* debug info, close, unwinding info and ids to come: skipped by their size */
+		if (err)
+			return err;
+		off += size;
+	}
+	return (long)off;
+broken:
+	j->broken = true;
+	m->bad_lines++;
+	return -EINVAL;
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -182,6 +312,12 @@ struct pm_proc {
 	dev_t dev;
 	ino_t ino;
 	struct op_perfmap map;
+	/* its jitdump, feeding the same map */
+	char *jd_path;	      /* as the process maps it (in its mount namespace) */
+	uint64_t jd_consumed; /* bytes of it parsed (header and complete records) */
+	dev_t jd_dev;
+	ino_t jd_ino;
+	struct op_jitdump jd;
 };
 
 struct op_perfmaps {
@@ -211,6 +347,7 @@ void op_perfmaps_free(struct op_perfmaps *c)
 
 		c->procs = p->next;
 		op_perfmap_clear(&p->map);
+		free(p->jd_path);
 		free(p);
 	}
 	free(c);
@@ -261,8 +398,94 @@ static int open_map(int pid)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* Parse what was appended to @p's map since the last read. */
+static void read_perfmap(struct pm_proc *p);
+
+/* The jitdump @pid maps (a file named jit-N.dump), as its maps name it; NULL if none. */
+static char *find_jitdump(int pid)
+{
+	char path[64], line[4096], *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/'), *base, *nl = strchr(line, '\n');
+		size_t n;
+
+		if (!file || !nl)
+			continue;
+		*nl = '\0';
+		base = strrchr(file, '/') + 1;
+		n = strlen(base);
+		if (!strncmp(base, "jit-", 4) && n > 9 && !strcmp(base + n - 5, ".dump"))
+			found = strdup(file);
+	}
+	fclose(f);
+	return found;
+}
+
+/* Parse what was appended to @p's jitdump since the last read. */
+static void read_jitdump(struct pm_proc *p)
+{
+	char path[4200];
+	struct stat st;
+	uint8_t *buf;
+	ssize_t got;
+	size_t len;
+	long used;
+	int fd;
+
+	if (!p->jd_path && !(p->jd_path = find_jitdump(p->pid)))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, p->jd_path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	if ((p->jd_consumed || p->jd.broken) &&
+	    (st.st_dev != p->jd_dev || st.st_ino != p->jd_ino)) {
+		p->jd_consumed = 0; /* another file: its entries are newer than the old ones */
+		p->jd = (struct op_jitdump){ 0 };
+	}
+	p->jd_dev = st.st_dev;
+	p->jd_ino = st.st_ino;
+	if (p->jd.broken || (uint64_t)st.st_size <= p->jd_consumed ||
+	    p->jd_consumed >= OP_PERFMAP_MAX_BYTES) {
+		close(fd);
+		return;
+	}
+	len = (size_t)st.st_size - p->jd_consumed;
+	if (len > OP_PERFMAP_MAX_BYTES - p->jd_consumed)
+		len = OP_PERFMAP_MAX_BYTES - p->jd_consumed;
+	buf = malloc(len);
+	if (!buf) {
+		close(fd);
+		return;
+	}
+	got = pread(fd, buf, len, (off_t)p->jd_consumed);
+	close(fd);
+	if (got > 0) {
+		used = op_jitdump_parse(&p->map, &p->jd, buf, (size_t)got);
+		if (used > 0)
+			p->jd_consumed += (uint64_t)used;
+	}
+	free(buf);
+}
+
+/* Parse what was appended to @p's map and jitdump since the last read. */
 static void read_more(struct pm_proc *p)
+{
+	read_perfmap(p);
+	read_jitdump(p);
+}
+
+/* Parse what was appended to @p's perf map since the last read. */
+static void read_perfmap(struct pm_proc *p)
 {
 	struct stat st;
 	char *buf;
@@ -283,6 +506,8 @@ static void read_more(struct pm_proc *p)
 		/* another file now (the pid was reused, or the JIT started over) */
 		op_perfmap_clear(&p->map);
 		p->consumed = 0;
+		p->jd_consumed = 0;
+		p->jd = (struct op_jitdump){ 0 };
 	}
 	p->missing = false;
 	p->dev = st.st_dev;
@@ -349,6 +574,7 @@ void op_perfmaps_forget(struct op_perfmaps *c, int pid)
 
 			*pp = p->next;
 			op_perfmap_clear(&p->map);
+			free(p->jd_path);
 			free(p);
 			return;
 		}

@@ -11,6 +11,7 @@
 #ifndef OTELPROF_PERFMAP_H
 #define OTELPROF_PERFMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,27 @@ struct op_perfmap {
  * caller hands over only complete ones) into @m. Returns 0 or -ENOMEM.
  */
 int op_perfmap_parse(struct op_perfmap *m, const char *buf, size_t len);
+/*
+ * Jitdump files (the perf jitdump format: `node --perf-prof`, Java agents), jit-PID.dump, found
+ * as a file the process maps. A header (magic "JiTD" in the writer's byte order, its size),
+ * then records (id, size, timestamp): a code load (address, size, name, the code bytes) adds an
+ * entry as a perf map line does, a code move names the new address as the old one; the others
+ * are skipped. Malformed records count in bad_lines.
+ */
+struct op_jitdump {
+	bool header; /* the file header was read */
+	bool swap;   /* written in the other byte order */
+	bool broken; /* not a jitdump, or a record size lost the sync: read no further */
+};
+
+/*
+ * Parse @len bytes of a jitdump from where the last call ended into @m. Returns the bytes used
+ * (complete records; a record still being written is left for the next call), -EINVAL when
+ * the file is not a jitdump or a record's size is impossible (nothing further is read), or
+ * -ENOMEM.
+ */
+long op_jitdump_parse(struct op_perfmap *m, struct op_jitdump *j, const uint8_t *buf, size_t len);
+
 /* The name of @addr in @m (NULL if no line covers it); @start: where that code begins. */
 const char *op_perfmap_find(struct op_perfmap *m, uint64_t addr, uint64_t *start);
 void op_perfmap_clear(struct op_perfmap *m);

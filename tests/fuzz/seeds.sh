@@ -4,6 +4,8 @@
 #              stripped), a small shared object and the vDSO, libc cut to its first 256 KiB
 #   maps       lines of /proc/PID/maps and /proc/PID/cgroup of live processes
 #   perfmap    perf maps as Node, Python -X perf and jcmd Compiler.perfmap write them
+#   jitdump    a synthetic jitdump in the other byte order (test_perfmap --seed) and the first
+#              64 KiB of one node --perf-prof writes (when node is installed)
 #   v8elf      a small shared object exporting V8's post-mortem constants as node 20 does
 #   encode     a few builder programs (any bytes are a valid program)
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
@@ -16,7 +18,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,v8elf,hotspot}
+mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,jitdump,v8elf,hotspot}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -163,3 +165,11 @@ printf 'main;work;leaf 10\nmain;other 3\n# comment\n\nmain 1\n' >"$dir/folded/sm
 line='{"resourceProfiles":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"7"}},{"keyStrindex":5,"value":{"stringValueStrindex":6}}]},"scopeProfiles":[{"scope":{"name":"otelprof"},"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},"periodType":{"typeStrindex":3,"unitStrindex":4},"period":"10000000","timeUnixNano":"1700000000000000000","profileId":"00112233445566778899aabbccddeeff","samples":[{"stackIndex":1,"attributeIndices":[1],"linkIndex":1,"timestampsUnixNano":["1700000000000000001","1700000000000000002"]},{"stackIndex":1,"values":["5"]}]}]}]}],"dictionary":{"mappingTable":[{},{"memoryStart":"4096","memoryLimit":"8192","filenameStrindex":7,"attributeIndices":[2]}],"locationTable":[{},{"mappingIndex":1,"address":"4100","lines":[{"functionIndex":1,"line":"3"}],"attributeIndices":[3]}],"functionTable":[{},{"nameStrindex":8,"filenameStrindex":9}],"linkTable":[{},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331"}],"stringTable":["","samples","count","cpu","nanoseconds","service.name","svc","/bin/app","main","app.c","thread.name","process.executable.build_id.gnu","profile.frame.type"],"attributeTable":[{},{"keyStrindex":10,"value":{"stringValue":"worker"}},{"keyStrindex":11,"value":{"stringValue":"aabbcc"}},{"keyStrindex":12,"value":{"stringValue":"native"}}],"stackTable":[{},{"locationIndices":[1]}]}}'
 printf '%s\n%s\n' "$line" "$line" >"$dir/otlpjson/filexporter.jsonl"
 "$BUILD/tests/test_hotspot" --seed "$dir/hotspot/jdk17.img" || true
+"$BUILD/tests/test_perfmap" --seed "$dir/jitdump/swapped.dump" || true
+if command -v node >/dev/null; then
+	jd=$(mktemp -d)
+	(cd "$jd" && timeout 20 node --perf-prof -e 'let s = 0; for (let i = 0; i < 1e6; i++) s += i' \
+		>/dev/null 2>&1) || true
+	for f in "$jd"/jit-*.dump; do [ -f "$f" ] && head -c 65536 "$f" >"$dir/jitdump/node.dump"; done
+	rm -rf "$jd"
+fi

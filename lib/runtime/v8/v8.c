@@ -750,6 +750,11 @@ static int64_t script_line(int pid, const struct v8_consts *c, uint64_t script, 
 	}
 }
 
+bool op_v8_same_function(bool is_sfi, uint64_t name_word, uint64_t payload)
+{
+	return is_sfi && OP_V8_CHECK(name_word) == payload >> OP_V8_ADDR_BITS;
+}
+
 static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t data,
 			    struct op_runtime_frame *out)
 {
@@ -758,6 +763,7 @@ static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t 
 	uint64_t sfi = payload & ((1ull << OP_V8_ADDR_BITS) - 1), words[2], nosi, script;
 	struct sfi_ent *e;
 	int64_t start = -1;
+	bool is_sfi;
 	int t;
 
 	out->address = data & ((1ull << OP_V8_DATA_KIND_SHIFT) - 1);
@@ -772,13 +778,21 @@ static int symbolize_locked(struct v8rt *v, int pid, uint64_t payload, uint64_t 
 			return -ENOMEM;
 	}
 	e = &p->cache[(sfi >> 3) % SFI_CACHE];
-	/* identity: still a SharedFunctionInfo, with the same name and script words */
-	if (obj_type(pid, c, sfi + 1) != c->type_sfi ||
-	    !rd(pid, sfi + c->sfi_name_or_scope_info, &words[0], 8) ||
-	    !rd(pid, sfi + c->sfi_script, &words[1], 8) ||
-	    OP_V8_CHECK(words[0]) != payload >> OP_V8_ADDR_BITS) {
+	/*
+	 * identity: still a SharedFunctionInfo, with the same name and script words. When not, the
+	 * GC moved or freed the function between the sample and now: the frame is named as such,
+	 * never after whatever lives at the address now.
+	 */
+	words[0] = words[1] = 0;
+	is_sfi = obj_type(pid, c, sfi + 1) == c->type_sfi &&
+		 rd(pid, sfi + c->sfi_name_or_scope_info, &words[0], 8) &&
+		 rd(pid, sfi + c->sfi_script, &words[1], 8);
+	if (!op_v8_same_function(is_sfi, words[0], payload)) {
 		v->st.unnamed++;
-		return -ESRCH;
+		snprintf(v->name, sizeof(v->name), "%s", OP_V8_MOVED);
+		out->sym.n = 1;
+		out->sym.lines[0] = (struct op_sym_line){ .name = v->name, .system_name = v->name };
+		return 0;
 	}
 	if (e->sfi != sfi || memcmp(e->words, words, sizeof(words))) {
 		memset(e, 0, sizeof(*e));

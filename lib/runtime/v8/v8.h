@@ -7,6 +7,7 @@
 #ifndef OTELPROF_V8_H
 #define OTELPROF_V8_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct op_runtime;
@@ -23,10 +24,10 @@ struct op_v8_stats {
 	uint64_t unknown_layout; /* V8 processes of a version or build we do not know: native */
 	uint64_t map_full;	 /* v8_procs had no room: native */
 	uint64_t named;		 /* frames named */
-	uint64_t unnamed;     /* frames whose objects could not be read (moved, freed): no name */
-	uint64_t bpf_frames;  /* JavaScript frames recorded */
-	uint64_t bpf_no_proc; /* V8 code met without the process's layout */
-	uint64_t bpf_bad_fp;  /* walks ended at an unreadable frame pointer */
+	uint64_t unnamed;	 /* frames whose function moved or was freed: OP_V8_MOVED */
+	uint64_t bpf_frames;	 /* JavaScript frames recorded */
+	uint64_t bpf_no_proc;	 /* V8 code met without the process's layout */
+	uint64_t bpf_bad_fp;	 /* walks ended at an unreadable frame pointer */
 	uint64_t bpf_not_jsfunc; /* frames with a context but no JSFunction: not recorded */
 	uint64_t bpf_bad_sfi;	 /* JSFunctions without a SharedFunctionInfo: not recorded */
 };
@@ -38,6 +39,19 @@ void op_v8_stats(const struct op_runtime *rt, struct op_v8_stats *st);
  * the file has no v8dbg_ constants, -ENOTSUP when it is a V8 we cannot read.
  */
 int op_v8_probe_fd(int fd, int *major, int *minor);
+
+/*
+ * The name of a frame whose SharedFunctionInfo is no longer the one sampled (the GC moved or
+ * freed it before it was named): a marker, never the name of what lives there now.
+ */
+#define OP_V8_MOVED "[v8: function moved]"
+
+/*
+ * The naming decision: the frame's function is still the one sampled when the object at its
+ * address is a SharedFunctionInfo (@is_sfi, its words readable) whose name word @name_word has
+ * the check the BPF walk put in @payload's top bits (OP_V8_CHECK). Else it is OP_V8_MOVED.
+ */
+bool op_v8_same_function(bool is_sfi, uint64_t name_word, uint64_t payload);
 
 /* A V8 version the layout is known for (major.minor). */
 int op_v8_version_known(int major, int minor);
