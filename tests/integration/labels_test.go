@@ -205,7 +205,7 @@ func TestLabelsGo(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			out := filepath.Join(t.TempDir(), "out.otlp.pb")
 			run(t, time.Minute, buildPath(t, "otelprof"), "record", "--format", "otlp", "--output", out,
-				"--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499", "--duration", "3")
+				"--pid", strconv.Itoa(w.Process.Pid), "--frequency", "499", "--duration", "5")
 			pr := otlpByPid(t, readOTLPFile(t, out))[int64(w.Process.Pid)]
 			if pr == nil {
 				t.Fatalf("no samples of the workload (pid %d)", w.Process.Pid)
@@ -314,7 +314,8 @@ func buildCustomLabels(t *testing.T) string {
 func TestLabelsCustomTLS(t *testing.T) {
 	requireRoot(t)
 	bin := buildCustomLabels(t)
-	cmd := exec.Command(bin, "5")
+	// the workload outlasts the recording, whose start (BPF load) is slow in a sanitizer build
+	cmd := exec.Command(bin, "9")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
@@ -324,7 +325,7 @@ func TestLabelsCustomTLS(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	out := filepath.Join(t.TempDir(), "out.otlp.pb")
 	run(t, time.Minute, buildPath(t, "otelprof"), "record", "--format", "otlp", "--output", out,
-		"--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499", "--duration", "4")
+		"--pid", strconv.Itoa(cmd.Process.Pid), "--frequency", "499", "--duration", "6")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("workload: %v", err)
 	}
