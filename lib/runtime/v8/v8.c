@@ -735,9 +735,10 @@ static int64_t script_line(int pid, const struct v8_consts *c, uint64_t script, 
 		int64_t line = 1, done = 0;
 
 		while (done < pos) {
-			size_t want =
-				(size_t)(pos - done < (int64_t)sizeof(buf) ? pos - done
-									   : (int64_t)sizeof(buf));
+			/* read_string writes want bytes and a NUL: at most sizeof(buf) in all */
+			size_t want = (size_t)(pos - done < (int64_t)sizeof(buf) - 1
+						       ? pos - done
+						       : (int64_t)sizeof(buf) - 1);
 			int got = read_string(pid, c, src, (uint32_t)done, buf, want + 1, 0);
 
 			if (got <= 0)
