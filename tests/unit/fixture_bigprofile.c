@@ -161,6 +161,10 @@ int main(int argc, char **argv)
 	printf("samples=%llu stacks=%ld bytes=%zu\n",
 	       (unsigned long long)op_profile_sample_count(p), n_stacks, len);
 	free(buf);
+	free(ids);
+	free(depth);
+	free(stacks);
+	free(locs);
 	op_profile_free(p);
 	return 0;
 }
