@@ -262,6 +262,10 @@ static __always_inline int uprobe_submit(struct pt_regs *ctx, __u32 chain, void 
  * by lib/sample/sampler.c, loaded only when links are configured.
  */
 OP_UNWIND_CHAIN(probe, "uprobe", OP_CHAIN_PROBE)
+/* the language runtimes on this chain too: a traced function called from Python, JS, Java */
+OP_RUNTIME_PROGRAM(python, probe, OP_CHAIN_PROBE, "uprobe")
+OP_RUNTIME_PROGRAM(v8, probe, OP_CHAIN_PROBE, "uprobe")
+OP_RUNTIME_PROGRAM(hotspot, probe, OP_CHAIN_PROBE, "uprobe")
 
 SEC("uprobe")
 int on_probe(struct pt_regs *ctx)
@@ -330,6 +334,10 @@ int BPF_KPROBE(alloc_free, __u64 ptr)
 }
 
 OP_UNWIND_CHAIN(alloc, "uretprobe", OP_CHAIN_ALLOC)
+/* the language runtimes on this chain too: an allocation made from Python, JS, Java */
+OP_RUNTIME_PROGRAM(python, alloc, OP_CHAIN_ALLOC, "uretprobe")
+OP_RUNTIME_PROGRAM(v8, alloc, OP_CHAIN_ALLOC, "uretprobe")
+OP_RUNTIME_PROGRAM(hotspot, alloc, OP_CHAIN_ALLOC, "uretprobe")
 
 /* Send the sampled allocation @addr of @size bytes with the stack of the registers @ctx. */
 static __always_inline int alloc_submit(struct pt_regs *ctx, __u64 addr, __u64 size, __u64 mean,

@@ -469,6 +469,10 @@ service:
 		func() bool { return has(upOut) && has(ourOut) && probed(upOut) && probed(ourOut) }, ours)
 	ours.stop(t, 30*time.Second)
 	up.stop(t, 30*time.Second)
+	// with probe links on, every runtime still runs (each has a program on the probe chain)
+	if ours.logContains("unavailable (frames stay native") {
+		t.Errorf("a language runtime is unavailable with probe links on:\n%s", ours.tail(12))
+	}
 	ub, err := readProtoFile(upOut)
 	if err != nil {
 		t.Fatal(err)
@@ -509,6 +513,12 @@ service:
 	diffs = append(diffs, diffSets("location key", o.locationKeys, u.locationKeys)...)
 	diffs = append(diffs, diffSets("mapping key", o.mappingKeys, u.mappingKeys)...)
 	for _, d := range diffs {
+		if strings.HasPrefix(d, "frame type: ") && strings.HasSuffix(d, " only: abort-marker") {
+			// both write it (send_error_frames: true here) only for a walk that failed in
+			// the window: whether one did is chance, not a convention
+			t.Logf("%s (a failed walk in one collector's window only)", d)
+			continue
+		}
 		if ft, ok := strings.CutPrefix(d, "frame type: upstream only: "); ok && runtimeFrameTypes[ft] != "" {
 			t.Logf("%s (README: the %s runtime has no unwinder in this build: its code shows "+
 				"as native frames)", d, runtimeFrameTypes[ft])
