@@ -8,28 +8,14 @@
 #include <string.h>
 
 #include "profile/data.h"
+#include "util/hash.h"
 
 #define NONE UINT32_MAX
 
 static uint32_t hash_bytes(const void *data, size_t len)
 {
-	const unsigned char *b = data;
-	uint64_t h = 0xcbf29ce484222325ull ^ (len * 0x9e3779b97f4a7c15ull);
-	uint64_t v;
+	uint64_t h = op_hash_bytes(data, len);
 
-	while (len >= 8) {
-		memcpy(&v, b, 8);
-		h = (h ^ (v * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-		h ^= h >> 29;
-		b += 8;
-		len -= 8;
-	}
-	v = 0;
-	memcpy(&v, b, len);
-	h = (h ^ (v * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
 	return (uint32_t)(h ^ (h >> 32));
 }
 

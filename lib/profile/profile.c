@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
 #include "util/log.h"
 #include "otelprof.h"
 #include "profile/profile_internal.h"
@@ -17,38 +18,9 @@
 
 /* ------------------------------------------------------------------ hashing */
 
-static inline uint64_t mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
 static inline uint64_t hcombine(uint64_t h, uint64_t v)
 {
-	return (h ^ mix64(v + 0x9e3779b97f4a7c15ull)) * 0x100000001b3ull;
-}
-
-static uint64_t hash_bytes(const void *data, size_t len)
-{
-	const unsigned char *b = data;
-	uint64_t h = 0xcbf29ce484222325ull ^ (len * 0x9e3779b97f4a7c15ull);
-	uint64_t v;
-
-	while (len >= 8) {
-		memcpy(&v, b, 8);
-		h = (h ^ (v * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-		h ^= h >> 29;
-		b += 8;
-		len -= 8;
-	}
-	v = 0;
-	memcpy(&v, b, len);
-	h = (h ^ (v * 0x87c37b91114253d5ull)) * 0x4cf5ad432745937full;
-	return mix64(h);
+	return (h ^ op_mix64(v + 0x9e3779b97f4a7c15ull)) * 0x100000001b3ull;
 }
 
 static inline uint32_t fold(uint64_t h)
@@ -196,7 +168,7 @@ uint32_t op_profile_string(struct op_profile *p, const char *s)
 	}
 	if (htab_reserve(&p->h_strs) || GROW(p, strs, p->n_strs + 1))
 		goto nomem;
-	hash = fold(hash_bytes(s, k.len));
+	hash = fold(op_hash_bytes(s, k.len));
 	slot = htab_find(&p->h_strs, hash, str_eq, p, &k);
 	if (slot->idx)
 		return slot->idx;
@@ -590,7 +562,7 @@ uint32_t op_profile_stack(struct op_profile *p, const uint32_t *locations, size_
 		errno = ENOMEM;
 		return OP_PROFILE_ERR;
 	}
-	hash = fold(hash_bytes(locations, n * sizeof(*locations)));
+	hash = fold(op_hash_bytes(locations, n * sizeof(*locations)));
 	slot = htab_find(&p->h_stacks, hash, stack_eq, p, &k);
 	if (slot->idx)
 		return slot->idx;
@@ -637,7 +609,7 @@ uint32_t op_profile_attrset(struct op_profile *p, const uint32_t *attrs, size_t 
 		errno = ENOMEM;
 		return OP_PROFILE_ERR;
 	}
-	hash = fold(hash_bytes(attrs, n * sizeof(*attrs)));
+	hash = fold(op_hash_bytes(attrs, n * sizeof(*attrs)));
 	slot = htab_find(&p->h_sets, hash, set_eq, p, &k);
 	if (slot->idx)
 		return slot->idx;
@@ -696,7 +668,7 @@ static uint32_t link_get(struct op_profile *p, const uint8_t *trace_id, const ui
 		errno = ENOMEM;
 		return OP_PROFILE_ERR;
 	}
-	hash = fold(hash_bytes(&l, sizeof(l)));
+	hash = fold(op_hash_bytes(&l, sizeof(l)));
 	slot = htab_find(&p->h_links, hash, link_eq, p, &l);
 	if (slot->idx)
 		return slot->idx;
@@ -726,7 +698,7 @@ static uint32_t process_get(struct op_profile *p, const struct op_process_desc *
 		errno = ENOMEM;
 		return OP_PROFILE_ERR;
 	}
-	hash = fold(mix64((uint32_t)d->pid));
+	hash = fold(op_mix64((uint32_t)d->pid));
 	slot = htab_find(&p->h_processes, hash, process_eq, p, &d->pid);
 	if (slot->idx) {
 		pr = &p->processes[slot->idx];
