@@ -164,26 +164,26 @@ WORKLOADS_NOFP := $(addsuffix -nofp,$(WORKLOADS))
 # so the mapping of the text starts inside the read-only segment's file range (Rust, and
 # every lld-linked binary, look like this).
 WORKLOADS_LLD := $(addsuffix -lld,$(WORKLOADS))
-$(BUILD)/workloads/%: tests/workloads/%.c
+$(BUILD)/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< $(WORKLOAD_FLAGS)
-$(BUILD)/workloads/%-nofp: tests/workloads/%.c
+$(BUILD)/workloads/%-nofp: tests/workloads/%.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS)
-$(BUILD)/workloads/%-lld: tests/workloads/%.c
+$(BUILD)/workloads/%-lld: tests/workloads/%.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fomit-frame-pointer -fuse-ld=lld -o $@ $< $(WORKLOAD_FLAGS)
 # preload/alloc.c: the in-process allocation sampler (README "Memory allocations"), standalone.
 PRELOAD_SO := $(BUILD)/libotelprof_alloc.so
-$(PRELOAD_SO): preload/alloc.c
+$(PRELOAD_SO): preload/alloc.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -g -fPIC -shared -fno-ipa-icf -Wall -Wextra -Werror -o $@ $<
 # The allocation workload linked with jemalloc (libjemalloc-dev): the second allocator probed.
-$(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c
+$(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -fno-omit-frame-pointer -o $@ $< $(WORKLOAD_FLAGS) -ljemalloc
@@ -192,11 +192,11 @@ $(BUILD)/workloads/alloc-jemalloc: tests/workloads/alloc.c
 WORKLOAD_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
 WORKLOAD_LIBS := $(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%.so,$(WORKLOAD_LIB_SRCS)) \
 	$(patsubst tests/workloads/lib/%.c,$(BUILD)/workloads/lib%-nofp.so,$(WORKLOAD_LIB_SRCS))
-$(BUILD)/workloads/lib%-nofp.so: tests/workloads/lib/%.c
+$(BUILD)/workloads/lib%-nofp.so: tests/workloads/lib/%.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 -g -fomit-frame-pointer -o $@ $<
-$(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c
+$(BUILD)/workloads/lib%.so: tests/workloads/lib/%.c | $(DEPS_STAMP)
 	$(call msg,CCLD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 -g -fno-omit-frame-pointer -o $@ $<
