@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -370,7 +371,7 @@ defaults:
 	}
 	if (out->flags &
 	    ~(OTELPROF_F_NO_KERNEL_STACKS | OTELPROF_F_NO_SYMBOLIZE | OTELPROF_F_FRAME_POINTERS |
-	      OTELPROF_F_NO_LABELS | OTELPROF_F_NO_ENV_RESOURCE)) {
+	      OTELPROF_F_NO_LABELS | OTELPROF_F_NO_ENV_RESOURCE | OTELPROF_F_KEEP_MALLOC)) {
 		op_err("invalid options: unknown flags 0x%x", out->flags);
 		return -OTELPROF_ERR_OPTS;
 	}
@@ -1634,6 +1635,14 @@ static void *symbolizer_main(void *arg)
 
 /* ------------------------------------------------------------------ lifecycle */
 
+/* OTELPROF_F_KEEP_MALLOC (include/otelprof.h): glibc's malloc set for a long-running agent. */
+static void malloc_for_agent(void)
+{
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	mallopt(M_TRIM_THRESHOLD, 128 << 10);
+}
+
 OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 {
 	struct op_sampler_opts so = { 0 };
@@ -1663,6 +1672,8 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		p->opts.pids = p->pids;
 	}
 	p->flags = p->opts.flags;
+	if (!(p->flags & OTELPROF_F_KEEP_MALLOC))
+		malloc_for_agent();
 	if (p->opts.runtimes_off && *p->opts.runtimes_off &&
 	    !(p->runtimes_off = strdup(p->opts.runtimes_off))) {
 		err = -ENOMEM;

@@ -29,27 +29,36 @@ struct op_sampler {
 };
 
 /*
- * The default ring buffer: 1 MiB per online CPU, a power of two from 1 to 4 MiB. Its pages
- * are allocated at load and mapped twice into this process, so the buffer counts double in
- * resident memory (8 MiB for the former flat 4 MiB). A CPU writes at most ~1 MiB/s (999 Hz
- * of 128-frame stacks), so each CPU's share holds about a second of a stalled reader.
+ * The default ring buffer. Its pages are allocated at load and mapped twice into this
+ * process, so it counts double in resident memory. CPU samples alone: about two seconds of
+ * a stalled reader at 2 KiB per sample (a 128-frame stack is 1 KiB), from 256 KiB up to 1 MiB
+ * per online CPU (at 20 Hz on 2 CPUs 256 KiB, where a flat 1 MiB per CPU made 4 MiB of the
+ * agent's resident memory). Off-CPU intervals, allocations and probe events arrive at rates
+ * the frequency does not bound: with any of them on, 1 MiB per CPU. A power of two, at most
+ * 4 MiB.
  */
-static size_t default_ringbuf(void)
+static size_t default_ringbuf(const struct op_sampler_opts *o)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t bytes = 1 << 20;
+	size_t per_cpu = 1 << 20, want, bytes = 256 << 10;
 
-	while (bytes < (4u << 20) && cpus > 0 && bytes < (size_t)cpus << 20)
+	if (cpus < 1)
+		cpus = 1;
+	want = (size_t)cpus * per_cpu;
+	if (!o->off_cpu_threshold && !o->alloc_mean && !o->probe_cnt && o->frequency_hz &&
+	    (size_t)cpus * o->frequency_hz * 2048 * 2 < want)
+		want = (size_t)cpus * o->frequency_hz * 2048 * 2;
+	while (bytes < (4u << 20) && bytes < want)
 		bytes <<= 1;
 	return bytes;
 }
 
-static int size_ringbuf(size_t bytes)
+static int size_ringbuf(const struct op_sampler_opts *o)
 {
-	size_t page = sysconf(_SC_PAGESIZE);
+	size_t page = sysconf(_SC_PAGESIZE), bytes = o->ringbuf_bytes;
 
 	if (!bytes)
-		bytes = default_ringbuf();
+		bytes = default_ringbuf(o);
 	if (bytes < 64 << 10 || (bytes & (bytes - 1)) || bytes % page)
 		return -1;
 	return 0;
@@ -240,7 +249,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	struct op_sampler *s;
 	int err;
 
-	if (size_ringbuf(opts->ringbuf_bytes)) {
+	if (size_ringbuf(opts)) {
 		op_err("invalid ring buffer size %zu: use a power of two of at least 65536 bytes",
 		       opts->ringbuf_bytes);
 		return -OTELPROF_ERR_OPTS;
@@ -277,14 +286,14 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	set_alloc(s->skel, opts->alloc_mean, opts->alloc_inuse_max);
 	s->skel->rodata->filter_pids = opts->pid_cnt > 0;
 	bpf_map__set_max_entries(s->skel->maps.events,
-				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf());
+				 opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf(opts));
 	/*
 	 * Most records do not wake the reader (bpf/sampler.bpf.c, wakeup_flags()): it drains the
 	 * ring on its poll timeout, or once an eighth of the ring is pending, which leaves the
 	 * rest for the records that arrive while it catches up.
 	 */
 	s->skel->rodata->wakeup_bytes =
-		(opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf()) / 8;
+		(opts->ringbuf_bytes ? opts->ringbuf_bytes : default_ringbuf(opts)) / 8;
 
 	err = set_unwind_procs(s->skel);
 	if (err)
