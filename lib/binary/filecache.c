@@ -258,7 +258,18 @@ struct rawsym {
 	uint64_t addr, size;
 	const char *name;
 	int rank;
+	bool label; /* STT_NOTYPE in code: an assembler entry point such as ld.so's _start */
 };
+
+/* Section @shndx of @elf holds code. */
+static bool code_section(Elf *elf, size_t shndx)
+{
+	Elf_Scn *scn = shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
+	       sh.sh_type == SHT_PROGBITS;
+}
 
 static int rawsym_cmp(const void *a, const void *b)
 {
@@ -291,19 +302,24 @@ static int collect_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct op_strpo
 		GElf_Sym s;
 		const char *name;
 		int type, bind, rank;
+		bool label;
 
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
 		type = GELF_ST_TYPE(s.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		label = type == STT_NOTYPE && !s.st_size;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && !label)
 			continue;
 		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
+		/* labels: code entry points only, never the assembler's local ".L" or "$x" ones */
+		if (label && (name[0] == '.' || name[0] == '$' || !code_section(elf, s.st_shndx)))
+			continue;
 		bind = GELF_ST_BIND(s.st_info);
-		rank = base_rank;
+		rank = label ? base_rank - 128 : base_rank;
 		if (s.st_size)
 			rank += 64;
 		if (bind == STB_GLOBAL)
@@ -323,7 +339,7 @@ static int collect_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct op_strpo
 		name = op_strpool_add(pool, name, strlen(name));
 		if (!name)
 			return -ENOMEM;
-		(*out)[(*n)++] = (struct rawsym){ s.st_value, s.st_size, name, rank };
+		(*out)[(*n)++] = (struct rawsym){ s.st_value, s.st_size, name, rank, label };
 	}
 	return 0;
 }
@@ -358,6 +374,9 @@ static int build_syms(struct op_file *f, struct rawsym *raw, size_t n)
 	if (!syms)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
+		/* a label inside a sized function is a branch target of it, not a function */
+		if (raw[i].label && m && syms[m - 1].end > raw[i].addr)
+			continue;
 		if (m && syms[m - 1].addr == raw[i].addr) {
 			/* alias: keep the first (best) name, the largest size */
 			if (raw[i].size && syms[m - 1].end < raw[i].addr + raw[i].size)

@@ -1552,6 +1552,9 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 		    cu->n_files * sizeof(*cu->files);
 	d->parsed_bytes += cu->bytes;
 	cu->parsed = true;
+	op_debug("DWARF: parsed CU at 0x%llx of %s: %zu DIEs, %zu rows, %zu bytes kept",
+		 (unsigned long long)cu->die_off, d->f && d->f->path ? d->f->path : "?",
+		 cu->visited, cu->n_lines, cu->bytes);
 }
 
 /* ---------------------------------------------------------------- lookup */

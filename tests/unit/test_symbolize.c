@@ -266,6 +266,50 @@ static void write_file(const char *path, const void *data, size_t len)
 	close(fd);
 }
 
+/*
+ * Assembler entry points without a type or size (ld.so's _start and _dl_start_user) name
+ * the code up to the next symbol; a label inside a sized function does not split it, and
+ * the assembler's local ".L" labels name nothing.
+ */
+static void test_labels(struct op_filecache *c)
+{
+	static const char asm_src[] =
+		"\t.text\n"
+		"\t.globl sized_fn\n\t.type sized_fn,@function\n"
+		"sized_fn:\n\tnop\n\tnop\ninner_label:\n\tnop\n\tnop\n\tret\n"
+		"\t.size sized_fn, .-sized_fn\n"
+		"entry_label:\n\tnop\n\tnop\n.Llocal:\n\tnop\n\tnop\n\tret\n"
+		"\t.globl main\n\t.type main,@function\n"
+		"main:\n\tcall sized_fn\n\tcall entry_label\n\txor %eax,%eax\n\tret\n"
+		"\t.size main, .-main\n"
+		"\t.section .note.GNU-stack,\"\",@progbits\n";
+	char src[256], bin[300], cmd[1024], out[256];
+	unsigned long long fn, inner, entry;
+	struct op_sym_result r;
+	struct op_file *f;
+
+	snprintf(src, sizeof(src), "%s/labels.s", tmpdir);
+	snprintf(bin, sizeof(bin), "%s/labels-bin", tmpdir);
+	write_file(src, asm_src, sizeof(asm_src) - 1);
+	snprintf(cmd, sizeof(cmd), "cc -o '%s' '%s' 2>/dev/null", bin, src);
+	REQUIRE(check_run(cmd, NULL, 0) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "nm '%s' | awk '$3==\"sized_fn\"{a=$1} $3==\"inner_label\"{b=$1} "
+		 "$3==\"entry_label\"{c=$1} END {print a, b, c}'",
+		 bin);
+	REQUIRE(check_run(cmd, out, sizeof(out)) == 0);
+	REQUIRE(sscanf(out, "%llx %llx %llx", &fn, &inner, &entry) == 3);
+	f = op_filecache_get_path(c, bin);
+	REQUIRE(f);
+	CHECK_EQ(op_file_symbolize(f, inner + 1, &r), 0);
+	CHECK_STR(r.n ? r.lines[0].name : NULL, "sized_fn");
+	CHECK_EQ(op_file_symbolize(f, entry, &r), 0);
+	CHECK_STR(r.n ? r.lines[0].name : NULL, "entry_label");
+	CHECK_EQ(op_file_symbolize(f, entry + 3, &r), 0); /* past .Llocal */
+	CHECK_STR(r.n ? r.lines[0].name : NULL, "entry_label");
+	op_file_put(f);
+}
+
 /* Truncated copies and garbage: an op_file without symbols, never a crash. */
 static void test_malformed(struct op_filecache *c, const char *exe)
 {
@@ -424,6 +468,7 @@ int main(void)
 	test_self(c, exe);
 	test_libc(c);
 	test_lld_offsets(c);
+	test_labels(c);
 	test_malformed(c, exe);
 	test_vdso(c);
 	op_filecache_free(c);
