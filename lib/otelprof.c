@@ -1762,7 +1762,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		}
 	}
 	if (!(p->flags & OTELPROF_F_FRAME_POINTERS)) {
-		p->unwinder = op_unwinder_new(op_sampler_skel(p->sampler));
+		p->unwinder = op_unwinder_new(p->sampler);
 		if (!p->unwinder)
 			op_warn("cfi unwinder unavailable (%s): user stacks use frame pointers "
 				"only",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Loads bpf/sampler.bpf.c and attaches it to cpu-clock on every online CPU. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 struct op_sampler {
 	struct sampler_bpf *skel;
+	struct sampler_bpf *helper; /* the walk continuations, verified beside skel's (load_split) */
 	struct ring_buffer *rb;
 	struct op_sampler_opts opts;
 	int *perf_fds;
@@ -202,12 +204,122 @@ static void set_alloc(struct sampler_bpf *skel, uint64_t mean, uint32_t inuse_ma
 }
 
 /*
+ * Verification is most of the start (0.9 s of CPU on the 2-CPU bench host, before the first
+ * sample). The programs are verified in two halves at once, each in its own instance of the
+ * object on the same maps: the walk continuations (unwind_native_*, unwind_interp_*: 0.5 s)
+ * in a helper thread, the rest (the sample programs, the runtimes' unwinders) here. A third
+ * instance, loaded without programs, creates the maps both use and is closed again (the two
+ * hold their own descriptors). Any failure: everything in one instance, as before.
+ */
+static bool helper_prog(const char *name)
+{
+	return !strncmp(name, "unwind_native_", 14) || !strncmp(name, "unwind_interp_", 14);
+}
+
+struct helper_load {
+	struct sampler_bpf *skel;
+	int err;
+};
+
+static void *helper_main(void *arg)
+{
+	struct helper_load *h = arg;
+
+	h->err = sampler_bpf__load(h->skel);
+	if (h->err > 0)
+		h->err = -h->err;
+	return NULL;
+}
+
+/* Instance @b on the maps of the loaded @a (same object, same order). */
+static int share_maps(struct sampler_bpf *a, struct sampler_bpf *b)
+{
+	struct bpf_map *m = NULL, *n = NULL;
+
+	while ((m = bpf_object__next_map(a->obj, m)) && (n = bpf_object__next_map(b->obj, n)))
+		if (bpf_map__reuse_fd(n, bpf_map__fd(m)))
+			return -errno;
+	return 0;
+}
+
+static int load_split(struct op_sampler *s)
+{
+	struct sampler_bpf *maps = sampler_bpf__open(), *helper = sampler_bpf__open();
+	struct bpf_program *p = NULL, *q = NULL;
+	struct bpf_map *m = NULL, *n = NULL;
+	struct helper_load h = { 0 };
+	pthread_t th;
+	int err = -ENOMEM;
+
+	if (!maps || !helper)
+		goto whole;
+	/* the maps: the sizes and read-only data set on s->skel, no program */
+	memcpy(maps->rodata, s->skel->rodata, sizeof(*maps->rodata));
+	while ((m = bpf_object__next_map(s->skel->obj, m)) && (n = bpf_object__next_map(maps->obj, n)))
+		bpf_map__set_max_entries(n, bpf_map__max_entries(m));
+	bpf_object__for_each_program (p, maps->obj)
+		bpf_program__set_autoload(p, false);
+	if (sampler_bpf__load(maps))
+		goto whole;
+	if (share_maps(maps, s->skel) || share_maps(maps, helper))
+		goto fail;
+	/* each program in one instance: the continuations in the helper, if s->skel loads them */
+	for (p = NULL; (p = bpf_object__next_program(s->skel->obj, p)) &&
+		       (q = bpf_object__next_program(helper->obj, q));) {
+		bool moved = bpf_program__autoload(p) && helper_prog(bpf_program__name(p));
+
+		bpf_program__set_autoload(q, moved);
+		if (moved)
+			bpf_program__set_autoload(p, false);
+	}
+	h.skel = helper;
+	if (pthread_create(&th, NULL, helper_main, &h)) {
+		err = -errno;
+		goto fail;
+	}
+	err = sampler_bpf__load(s->skel);
+	pthread_join(th, NULL);
+	if (!err)
+		err = h.err;
+	sampler_bpf__destroy(maps);
+	if (err) {
+		sampler_bpf__destroy(helper);
+		return err;
+	}
+	s->helper = helper;
+	return 0;
+fail:
+	/* s->skel shares maps it cannot un-share: the caller opens it again */
+	sampler_bpf__destroy(maps);
+	sampler_bpf__destroy(helper);
+	return err ? err : -EINVAL;
+whole:
+	sampler_bpf__destroy(maps);
+	sampler_bpf__destroy(helper);
+	return sampler_bpf__load(s->skel);
+}
+
+/* The fd of program @name in either instance, or -1 (not loaded). */
+int op_sampler_prog_fd(struct op_sampler *s, const char *name)
+{
+	struct bpf_program *p = bpf_object__find_program_by_name(s->skel->obj, name);
+	int fd = p ? bpf_program__fd(p) : -1;
+
+	if (fd < 0 && s->helper) {
+		p = bpf_object__find_program_by_name(s->helper->obj, name);
+		fd = p ? bpf_program__fd(p) : -1;
+	}
+	return fd;
+}
+
+/*
  * Every loaded walk chain's tail-call array (<chain>_progs, bpf/unwind/native.bpf.h) gets its
  * continuations: unwind_native_<chain> and unwind_interp_<chain>. A chain that is off was not
  * loaded and is left empty.
  */
-static int fill_chains(struct sampler_bpf *skel)
+static int fill_chains(struct op_sampler *s)
 {
+	struct sampler_bpf *skel = s->skel;
 	static const struct {
 		const char *fmt;
 		__u32 slot;
@@ -223,13 +335,11 @@ static int fill_chains(struct sampler_bpf *skel)
 		    strcmp(name + len - 6, "_progs"))
 			continue;
 		for (size_t i = 0; i < sizeof(conts) / sizeof(conts[0]); i++) {
-			struct bpf_program *prog;
 			char pname[128];
 			int fd;
 
 			snprintf(pname, sizeof(pname), conts[i].fmt, (int)(len - 6), name);
-			prog = bpf_object__find_program_by_name(skel->obj, pname);
-			fd = prog ? bpf_program__fd(prog) : -1;
+			fd = op_sampler_prog_fd(s, pname);
 			if (fd < 0)
 				continue; /* the chain is off */
 			if (bpf_map_update_elem(bpf_map__fd(map), &conts[i].slot, &fd, BPF_ANY)) {
@@ -298,7 +408,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	err = set_unwind_procs(s->skel);
 	if (err)
 		goto fail;
-	err = sampler_bpf__load(s->skel);
+	err = load_split(s);
 	if (err) {
 		err = err < 0 ? err : -errno;
 		if (err == -EPERM)
@@ -311,7 +421,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 		err = err == -EPERM ? -EPERM : -OTELPROF_ERR_BPF_LOAD;
 		goto fail;
 	}
-	err = fill_chains(s->skel);
+	err = fill_chains(s);
 	if (err)
 		goto fail;
 	for (size_t i = 0; i < opts->pid_cnt; i++) {
@@ -520,6 +630,7 @@ void op_sampler_close(struct op_sampler *s)
 		op_sampler_detach(s);
 	ring_buffer__free(s->rb);
 	sampler_bpf__destroy(s->skel);
+	sampler_bpf__destroy(s->helper);
 	free(s->perf_fds);
 	free(s->perf_links);
 	free(s);

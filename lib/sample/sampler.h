@@ -42,6 +42,8 @@ struct sampler_bpf;
 int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out);
 /* The loaded skeleton, for subsystems that add maps/programs (unwinder). */
 struct sampler_bpf *op_sampler_skel(struct op_sampler *s);
+/* The descriptor of the loaded BPF program @name (its object is split in two), or -1. */
+int op_sampler_prog_fd(struct op_sampler *s, const char *name);
 /* Attach the tracepoints and one perf event per online CPU. */
 int op_sampler_attach(struct op_sampler *s);
 /*

@@ -30,6 +30,7 @@
 #include "util/log.h"
 #include "sampler.skel.h"
 #include "sample/proc.h"
+#include "sample/sampler.h"
 #include "unwind/runtime.h"
 #include "unwind/unwind.h"
 
@@ -124,6 +125,7 @@ struct op_unwinder {
 	uint64_t table_bytes;
 
 	struct sampler_bpf *skel;
+	struct op_sampler *sampler; /* its programs, in either of the object's instances */
 	const struct op_runtime *runtimes[OP_RUNTIME_MAX]; /* by kind; NULL: not enabled */
 	struct op_unwinder_stats st;
 };
@@ -848,7 +850,6 @@ int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt)
 	bpf_object__for_each_map (map, obj) {
 		const char *name = bpf_map__name(map);
 		size_t len = strlen(name);
-		struct bpf_program *prog;
 		char pname[128];
 		__u32 key = rt->kind;
 		int fd;
@@ -857,12 +858,10 @@ int op_unwinder_add_runtime(struct op_unwinder *u, const struct op_runtime *rt)
 		    strcmp(name + len - 6, "_progs"))
 			continue;
 		snprintf(pname, sizeof(pname), "unwind_native_%.*s", (int)(len - 6), name);
-		prog = bpf_object__find_program_by_name(obj, pname);
-		if (!prog || bpf_program__fd(prog) < 0)
+		if (op_sampler_prog_fd(u->sampler, pname) < 0)
 			continue; /* a chain that is off (not loaded) */
 		snprintf(pname, sizeof(pname), "unwind_%s_%.*s", rt->name, (int)(len - 6), name);
-		prog = bpf_object__find_program_by_name(obj, pname);
-		fd = prog ? bpf_program__fd(prog) : -1;
+		fd = op_sampler_prog_fd(u->sampler, pname);
 		if (fd < 0) {
 			op_warn("unwind: no BPF program %s for the %s runtime", pname, rt->name);
 			return -ENOENT;
@@ -1136,8 +1135,9 @@ void op_unwinder_stats(const struct op_unwinder *u, struct op_unwinder_stats *st
 		memset(st, 0, sizeof(*st));
 }
 
-struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
+struct op_unwinder *op_unwinder_new(struct op_sampler *sampler)
 {
+	struct sampler_bpf *skel = sampler ? op_sampler_skel(sampler) : NULL;
 	struct op_unwinder *u;
 	size_t rows_bytes;
 	void *probe;
@@ -1154,6 +1154,7 @@ struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel)
 	u->tables_fd = bpf_map__fd(skel->maps.unwind_tables);
 	u->procs_fd = bpf_map__fd(skel->maps.unwind_procs);
 	u->skel = skel;
+	u->sampler = sampler;
 	u->max_rows = bpf_map__max_entries(skel->maps.unwind_rows);
 	u->max_rules = bpf_map__max_entries(skel->maps.unwind_rules);
 	u->max_tables = bpf_map__max_entries(skel->maps.unwind_tables);

@@ -19,11 +19,12 @@
 
 struct op_unwinder;
 struct sampler_bpf;
+struct op_sampler;
 
 struct op_runtime;
 
 /* Uses the maps of the loaded skeleton @skel. NULL with errno set on failure. */
-struct op_unwinder *op_unwinder_new(struct sampler_bpf *skel);
+struct op_unwinder *op_unwinder_new(struct op_sampler *sampler);
 void op_unwinder_free(struct op_unwinder *u);
 
 /* Read @pid's mappings and load what it needs now (targets known in advance). */
