@@ -19,7 +19,8 @@
 
 struct op_sampler {
 	struct sampler_bpf *skel;
-	struct sampler_bpf *helper; /* the walk continuations, verified beside skel's (load_split) */
+	struct sampler_bpf
+		*helper; /* the walk continuations, verified beside skel's (load_split) */
 	struct ring_buffer *rb;
 	struct op_sampler_opts opts;
 	int *perf_fds;
@@ -255,7 +256,8 @@ static int load_split(struct op_sampler *s)
 		goto whole;
 	/* the maps: the sizes and read-only data set on s->skel, no program */
 	memcpy(maps->rodata, s->skel->rodata, sizeof(*maps->rodata));
-	while ((m = bpf_object__next_map(s->skel->obj, m)) && (n = bpf_object__next_map(maps->obj, n)))
+	while ((m = bpf_object__next_map(s->skel->obj, m)) &&
+	       (n = bpf_object__next_map(maps->obj, n)))
 		bpf_map__set_max_entries(n, bpf_map__max_entries(m));
 	bpf_object__for_each_program (p, maps->obj)
 		bpf_program__set_autoload(p, false);

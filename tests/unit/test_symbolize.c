@@ -96,7 +96,8 @@ static void expected_htlhash(const char *path, char out[33])
 	REQUIRE(stat(path, &st) == 0);
 	size = (uint64_t)st.st_size;
 	for (i = 0; i < 8; i++)
-		sprintf(lenesc + strlen(lenesc), "\\%03o", (unsigned)((size >> (56 - 8 * i)) & 255));
+		sprintf(lenesc + strlen(lenesc), "\\%03o",
+			(unsigned)((size >> (56 - 8 * i)) & 255));
 	snprintf(cmd, sizeof(cmd),
 		 "{ head -c 4096 '%s'; tail -c 4096 '%s'; printf '%s'; } | sha256sum", path, path,
 		 lenesc);
@@ -194,8 +195,8 @@ static void test_libc(struct op_filecache *c)
 	f = op_proc_vma_file(t, p, vma);
 	REQUIRE(f != NULL);
 	CHECK(op_file_build_id_gnu(f) != NULL);
-	CHECK_EQ(op_file_offset_to_vaddr(f, vma->offset + ((uint64_t)(uintptr_t)fn + 4 - vma->start),
-					 &v),
+	CHECK_EQ(op_file_offset_to_vaddr(
+			 f, vma->offset + ((uint64_t)(uintptr_t)fn + 4 - vma->start), &v),
 		 0);
 	CHECK_EQ(op_file_symbolize(f, v, &r), 0);
 	CHECK_STR(r.lines[0].name, "qsort");
@@ -328,7 +329,8 @@ static void test_malformed(struct op_filecache *c, const char *exe)
 	close(fd);
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) + 1; i++) {
-		size_t len = i < sizeof(sizes) / sizeof(sizes[0]) ? sizes[i] : (size_t)st.st_size / 2;
+		size_t len =
+			i < sizeof(sizes) / sizeof(sizes[0]) ? sizes[i] : (size_t)st.st_size / 2;
 		struct op_file *f;
 
 		snprintf(path, sizeof(path), "%s/trunc-%zu", tmpdir, len);
@@ -354,7 +356,8 @@ static void test_malformed(struct op_filecache *c, const char *exe)
 
 		memcpy(g, img, (size_t)st.st_size);
 		for (k = 0; k < 64; k++) {
-			size_t pos = i % 2 ? 16 + (size_t)rand() % 48 : (size_t)rand() % (size_t)st.st_size;
+			size_t pos = i % 2 ? 16 + (size_t)rand() % 48
+					   : (size_t)rand() % (size_t)st.st_size;
 
 			g[pos] = (uint8_t)rand();
 		}
@@ -460,7 +463,8 @@ int main(void)
 	exe[n] = '\0';
 	REQUIRE(mkdtemp(tmpdir));
 	if (check_run("command -v readelf && command -v nm && command -v sha256sum", NULL, 0) != 0)
-		SKIP("binutils (readelf, nm) or coreutils sha256sum missing: run scripts/install-deps.sh");
+		SKIP("binutils (readelf, nm) or coreutils sha256sum missing: run "
+		     "scripts/install-deps.sh");
 
 	test_sha256();
 	c = op_filecache_new(0);
