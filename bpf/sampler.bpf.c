@@ -42,6 +42,9 @@ OP_RUNTIME_PROGRAM(hotspot, cpu, OP_CHAIN_CPU, "perf_event")
  * flips from user space at each interval (lib/sample/sampler.c, op_sampler_pause()).
  */
 const volatile bool idle_frames = false;
+/* Send a young process's mappings at its exit (send_exit_maps); user space sets it when it names.
+ */
+const volatile bool exit_maps = false;
 volatile bool sampling_paused = false;
 
 /* The labels the sampled thread publishes, into t->labels; t->ctx_len says how many bytes. */
@@ -412,12 +415,76 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __ksym __weak;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
+
+#define VM_EXEC_FLAG 0x4 /* VM_EXEC */
+
+/*
+ * struct op_exit_maps (bpf/types.h) for @task, which exits young: its file-backed executable
+ * mappings, while its memory is still there (the tracepoint fires before exit_mm()). A kernel
+ * that has dropped the memory by then, or is too busy to lock it, gives none.
+ */
+static __always_inline void send_exit_maps(struct task_struct *task)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct op_exit_maps *e;
+	__u64 vdso;
+	__u32 n = 0;
+
+	if (!exit_maps || !task->mm || bpf_ktime_get_ns() - task->start_time > OP_EXIT_MAPS_AGE_NS)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(OP_CNT_LOST);
+		return;
+	}
+	vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso);
+	bpf_iter_task_vma_new(&it, task, 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		struct op_exit_vma *v;
+		struct file *f;
+
+		if (n >= OP_EXIT_MAPS_MAX)
+			break;
+		f = vma->vm_file;
+		if (!(vma->vm_flags & VM_EXEC_FLAG) || (!f && vma->vm_start != vdso))
+			continue;
+		v = &e->v[n & (OP_EXIT_MAPS_MAX - 1)];
+		v->start = vma->vm_start;
+		v->end = vma->vm_end;
+		v->offset = (__u64)vma->vm_pgoff << 12;
+		/* the vDSO: no file, inode 0 */
+		v->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
+		v->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
+		v->pad = 0;
+		n++;
+	}
+	bpf_iter_task_vma_destroy(&it);
+	if (!n) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	e->hdr.type = OP_EV_EXIT_MAPS;
+	e->hdr.pid = task->tgid;
+	e->n = n;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, wakeup_flags(false));
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
 	/* Threads exit one by one; only the group leader's exit retires the process. */
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (BPF_CORE_READ(p, pid) != pid)
 		return 0;
+	if (!filter_pids || bpf_map_lookup_elem(&target_pids, &pid))
+		send_exit_maps(p);
 	send_proc_event(OP_EV_EXIT, p);
 	return 0;
 }

@@ -62,6 +62,7 @@ enum op_event_type {
 	OP_EV_EXIT = 3,
 	OP_EV_OFFCPU_END = 4, /* struct op_offcpu_end: a thread that left the CPU is back */
 	OP_EV_ALLOC_FREE = 5, /* struct op_alloc_free: a sampled allocation was freed */
+	OP_EV_EXIT_MAPS = 6,  /* struct op_exit_maps: a short-lived process's code, at its exit */
 };
 
 /*
@@ -231,6 +232,32 @@ struct op_proc_event {
 	__u32 pad;
 	__u64 ktime_ns;
 	__u8 comm[OP_COMM_LEN];
+};
+
+/*
+ * The file-backed executable mappings of a process that exits within OP_EXIT_MAPS_AGE_NS of
+ * its start, read by BPF at sched_process_exit (before its memory goes), sent ahead of the
+ * exit event: a process of a few milliseconds is often gone before user space reads
+ * /proc/PID/maps, and libc is mapped by ld.so after the exec event. Files are named by
+ * device (the kernel's encoding: major << 20 | minor) and inode; user space finds them among
+ * the files other processes map.
+ */
+#define OP_EXIT_MAPS_MAX    32
+#define OP_EXIT_MAPS_AGE_NS (2ull * 1000000000ull)
+
+struct op_exit_vma {
+	__u64 start, end;
+	__u64 offset; /* in the file, bytes */
+	__u64 ino;    /* 0: the vDSO */
+	__u32 dev;
+	__u32 pad;
+};
+
+struct op_exit_maps {
+	struct op_event_hdr hdr;
+	__u32 n;
+	__u32 pad;
+	struct op_exit_vma v[OP_EXIT_MAPS_MAX];
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,14 @@ struct otelprof {
 	bool queued; /* reader only: records queued since it last woke the symbolizer */
 	pthread_t symbolizer;
 	struct exec_snap *ghosts; /* exited before symbolization; under lock */
-	int64_t mono_to_unix_ns;  /* unix = monotonic + this */
+	/*
+	 * Mappings young processes had at their exit (OP_EV_EXIT_MAPS), from the reader, until
+	 * the symbolizer meets that process's samples (exit_maps_adopt) or its exit record;
+	 * under q_lock. The count lets the symbolizer skip the lock when there are none.
+	 */
+	struct exec_snap *exit_maps;
+	atomic_uint n_exit_maps;
+	int64_t mono_to_unix_ns; /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
 	/* off-CPU stacks waiting for the end of their interval, by tid (under lock) */
@@ -685,6 +693,18 @@ static uint32_t runtime_location(struct otelprof *p, int pid, unsigned int kind,
 	return op_profile_location(p->profile, 0, rf.address, lines, n, runtime_frame_type(kind));
 }
 
+/*
+ * The dynamic loader (ld.so): the same small file in every process, run before anything else,
+ * so opened with the executable (a process of 3 ms spends a third of its samples in it).
+ */
+static bool is_loader(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7);
+}
+
 static struct op_proc *ghost_find(struct otelprof *p, int pid)
 {
 	for (struct exec_snap *g = p->ghosts; g; g = g->next)
@@ -720,6 +740,139 @@ static void ghost_drop(struct otelprof *p, int pid)
 			return;
 		}
 	}
+}
+
+/*
+ * A young process's mappings at its exit (bpf/types.h, op_exit_maps), as a snapshot: each
+ * file is the one other processes map with that device and inode (the process is gone, and
+ * /proc/PID/map_files with it). Reader thread.
+ */
+static void exit_maps_read(struct otelprof *p, const struct op_exit_maps *e)
+{
+	struct exec_snap *sn = calloc(1, sizeof(*sn));
+	uint32_t n = e->n < OP_EXIT_MAPS_MAX ? e->n : OP_EXIT_MAPS_MAX;
+
+	if (!sn || !(sn->proc.vmas = calloc(n, sizeof(*sn->proc.vmas)))) {
+		free(sn);
+		return;
+	}
+	sn->proc.pid = (int)e->hdr.pid;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct op_exit_vma *ev = &e->v[i];
+		struct op_vma *v = &sn->proc.vmas[sn->proc.n_vmas];
+		uint64_t dev = makedev(ev->dev >> 20, ev->dev & 0xfffff);
+		struct op_file *f =
+			ev->ino ? op_filecache_get_mapped(p->files, dev, ev->ino)
+				: op_filecache_get(p->files, (int)e->hdr.pid, "[vdso]", 0, 0);
+		const char *path = op_file_path(f);
+
+		if (!f || !path || ev->end <= ev->start) {
+			op_debug("exit maps of pid %u: no file for %llx-%llx dev %llx ino %llu",
+				 e->hdr.pid, (unsigned long long)ev->start,
+				 (unsigned long long)ev->end, (unsigned long long)dev,
+				 (unsigned long long)ev->ino);
+			op_file_put(f);
+			continue;
+		}
+		*v = (struct op_vma){ .start = ev->start,
+				      .end = ev->end,
+				      .offset = ev->offset,
+				      .file = f,
+				      .file_tried = true,
+				      .dev = dev,
+				      .ino = ev->ino,
+				      .path = strdup(path) };
+		sn->proc.n_vmas++;
+	}
+	if (!sn->proc.n_vmas) {
+		snap_free(sn);
+		return;
+	}
+	pthread_mutex_lock(&p->q_lock);
+	sn->next = p->exit_maps;
+	p->exit_maps = sn;
+	atomic_fetch_add(&p->n_exit_maps, 1);
+	pthread_mutex_unlock(&p->q_lock);
+}
+
+/* The exit snapshot of @pid, taken off the list, or NULL. */
+static struct exec_snap *exit_maps_take(struct otelprof *p, int pid)
+{
+	struct exec_snap *found = NULL;
+
+	if (!atomic_load(&p->n_exit_maps))
+		return NULL;
+	pthread_mutex_lock(&p->q_lock);
+	for (struct exec_snap **sp = &p->exit_maps; *sp; sp = &(*sp)->next) {
+		if ((*sp)->proc.pid == pid) {
+			found = *sp;
+			*sp = found->next;
+			found->next = NULL;
+			atomic_fetch_sub(&p->n_exit_maps, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p->q_lock);
+	return found;
+}
+
+static int vma_start_cmp(const void *a, const void *b)
+{
+	const struct op_vma *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * @pid's samples meet its exit snapshot: it becomes the process's ghost, with what the
+ * earlier snapshot had that the exit one lacks ([vdso], anonymous JIT code). Under p->lock.
+ */
+static void exit_maps_adopt(struct otelprof *p, int pid)
+{
+	struct exec_snap *sn = exit_maps_take(p, pid), *old;
+	struct op_proc *was;
+
+	if (!sn)
+		return;
+	old = NULL;
+	for (struct exec_snap **gp = &p->ghosts; *gp; gp = &(*gp)->next) {
+		if ((*gp)->proc.pid == pid) {
+			old = *gp;
+			*gp = old->next;
+			break;
+		}
+	}
+	was = old ? &old->proc : op_proctab_get(p->procs, pid);
+	if (was) {
+		struct op_vma *nv =
+			realloc(sn->proc.vmas, (sn->proc.n_vmas + was->n_vmas) * sizeof(*nv));
+
+		if (nv) {
+			sn->proc.vmas = nv;
+			for (size_t i = 0; i < was->n_vmas; i++) {
+				struct op_vma *w = &was->vmas[i];
+
+				if (op_proc_find_vma(&sn->proc, w->start) ||
+				    (w->path && w->path[0] == '/'))
+					continue; /* the exit snapshot has the files */
+				nv[sn->proc.n_vmas] = *w;
+				nv[sn->proc.n_vmas].path = w->path ? strdup(w->path) : NULL;
+				nv[sn->proc.n_vmas].file = NULL; /* opened again on use ([vdso]) */
+				nv[sn->proc.n_vmas].file_tried = false;
+				sn->proc.n_vmas++;
+			}
+			qsort(sn->proc.vmas, sn->proc.n_vmas, sizeof(*nv), vma_start_cmp);
+		}
+		memcpy(sn->proc.comm, was->comm, sizeof(sn->proc.comm));
+		if (was->exe_path && (sn->proc.exe_path = strdup(was->exe_path))) {
+			const char *slash = strrchr(sn->proc.exe_path, '/');
+
+			sn->proc.exe_name = slash ? (char *)slash + 1 : sn->proc.exe_path;
+		}
+	}
+	snap_free(old);
+	sn->next = p->ghosts;
+	p->ghosts = sn;
 }
 
 /* A trace's labels, and the span they name (profile/links.h). */
@@ -836,6 +989,8 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 		p->stats.dropped++;
 		return;
 	}
+	if (nu)
+		exit_maps_adopt(p, (int)t->hdr.pid);
 	proc = ghost_find(p, (int)t->hdr.pid);
 	if (!proc && nu)
 		proc = op_proctab_get(p->procs, t->hdr.pid);
@@ -1281,6 +1436,7 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 	} else if (h->type == OP_EV_EXIT) {
 		alloc_drop_pid(p, h->pid);
 		ghost_drop(p, (int)h->pid);
+		snap_free(exit_maps_take(p, (int)h->pid)); /* no sample of it met it */
 		op_perfmaps_forget(p->perfmaps, (int)h->pid);
 		op_proctab_exited(p->procs, h->pid, clock_ns(CLOCK_MONOTONIC));
 	} else if (h->type == OP_EV_EXEC && size == sizeof(struct exec_rec)) {
@@ -1293,8 +1449,10 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		    (proc = op_proctab_get(p->procs, h->pid))) {
 			/* alive: open its executable now, before it can exit */
 			for (size_t i = 0; i < proc->n_vmas; i++)
-				if (proc->vmas[i].path && proc->exe_path &&
-				    !strcmp(proc->vmas[i].path, proc->exe_path))
+				if (proc->vmas[i].path &&
+				    ((proc->exe_path &&
+				      !strcmp(proc->vmas[i].path, proc->exe_path)) ||
+				     is_loader(proc->vmas[i].path)))
 					op_proc_vma_file(p->procs, proc, &proc->vmas[i]);
 			snap_free(sn);
 		} else if (sn) {
@@ -1426,7 +1584,8 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 		if (m->path[0])
 			v->path = strdup(m->path);
 		if (v->path && !m->deleted &&
-		    ((exe && !strcmp(v->path, exe)) || !strcmp(v->path, "[vdso]")))
+		    ((exe && !strcmp(v->path, exe)) || !strcmp(v->path, "[vdso]") ||
+		     is_loader(v->path)))
 			v->file = op_filecache_get(p->files, pid, v->path, v->start, v->end);
 		else if (v->path && !m->deleted)
 			/* a library another process maps (libc): already open, nothing to load */
@@ -1507,6 +1666,14 @@ static void on_event(void *ctx, const void *data, size_t size)
 	case OP_EV_OFFCPU_END:
 		if (size >= sizeof(struct op_offcpu_end))
 			enqueue(p, data, sizeof(struct op_offcpu_end));
+		break;
+	case OP_EV_EXIT_MAPS:
+		if (size >= offsetof(struct op_exit_maps, v) &&
+		    size >= offsetof(struct op_exit_maps, v) +
+				    ((const struct op_exit_maps *)data)->n *
+					    sizeof(struct op_exit_vma) &&
+		    !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+			exit_maps_read(p, data);
 		break;
 	case OP_EV_ALLOC_FREE:
 		if (size >= sizeof(struct op_alloc_free))
@@ -1744,6 +1911,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.pids = p->opts.pids;
 	so.pid_cnt = p->opts.pid_cnt;
 	so.ringbuf_bytes = p->opts.ringbuf_bytes;
+	so.exit_maps = !(p->flags & OTELPROF_F_NO_SYMBOLIZE);
 	so.idle_frames = p->opts.idle_frames;
 	so.probes = p->opts.probes;
 	so.probe_cnt = p->opts.probe_cnt;
@@ -2002,6 +2170,12 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 		struct exec_snap *g = p->ghosts;
 
 		p->ghosts = g->next;
+		snap_free(g);
+	}
+	while (p->exit_maps) {
+		struct exec_snap *g = p->exit_maps;
+
+		p->exit_maps = g->next;
 		snap_free(g);
 	}
 	queue_flush_snaps(p);

@@ -267,8 +267,8 @@ static bool code_section(Elf *elf, size_t shndx)
 	Elf_Scn *scn = shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
 	GElf_Shdr sh;
 
-	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
-	       sh.sh_type == SHT_PROGBITS;
+	/* a separate debug file keeps the section's flags, not its bytes (SHT_NOBITS) */
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
 }
 
 static int rawsym_cmp(const void *a, const void *b)
@@ -1102,6 +1102,11 @@ const char *op_file_go_version(const struct op_file *f)
 int op_file_is_go(const struct op_file *f)
 {
 	return f ? f->is_go : 0;
+}
+
+const char *op_file_path(const struct op_file *f)
+{
+	return f ? f->path : NULL;
 }
 
 int op_file_offset_to_vaddr(const struct op_file *f, uint64_t offset, uint64_t *vaddr)

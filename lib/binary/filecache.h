@@ -106,6 +106,7 @@ size_t op_filecache_bytes(const struct op_filecache *c);
 /* Files open in the cache (in use or idle). */
 size_t op_filecache_count(struct op_filecache *c);
 
+const char *op_file_path(const struct op_file *f);	   /* as first opened, or NULL */
 const char *op_file_build_id_gnu(const struct op_file *f); /* hex, or NULL */
 const char *op_file_build_id_go(const struct op_file *f);  /* Go build id, or NULL */
 const char *op_file_htlhash(const struct op_file *f);	   /* hex of 16 bytes, or NULL */

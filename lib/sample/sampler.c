@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -65,6 +66,17 @@ static int size_ringbuf(const struct op_sampler_opts *o)
 	if (bytes < 64 << 10 || (bytes & (bytes - 1)) || bytes % page)
 		return -1;
 	return 0;
+}
+
+/* The running kernel is @major.@minor or newer (the task VMA iterator kfuncs: 6.7). */
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma, mi;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
 }
 
 static int handle_record(void *ctx, void *data, size_t size)
@@ -393,6 +405,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->skel->rodata->kernel_stacks = opts->kernel_stacks;
 	s->skel->rodata->labels_enabled = opts->labels;
 	s->skel->rodata->idle_frames = opts->idle_frames;
+	s->skel->rodata->exit_maps = opts->exit_maps && kernel_at_least(6, 7);
 	set_probes(s->skel, opts->probe_cnt > 0);
 	set_offcpu(s->skel, opts->off_cpu_threshold);
 	set_alloc(s->skel, opts->alloc_mean, opts->alloc_inuse_max);

@@ -28,6 +28,8 @@ struct op_sampler_opts {
 	const int *pids;
 	size_t pid_cnt;
 	size_t ringbuf_bytes;
+	/* short-lived processes' mappings sent at their exit (bpf/types.h, op_exit_maps) */
+	bool exit_maps;
 	bool idle_frames;		     /* record the idle task's samples (pid 0) */
 	const struct otelprof_probe *probes; /* uprobes sampling the stack (probe_links) */
 	size_t probe_cnt;
