@@ -53,7 +53,7 @@ func TestOffCPUSleepVsPipe(t *testing.T) {
 	if p.DefaultSampleType != "cpu" {
 		t.Errorf("default sample type %q, want cpu (go tool pprof shows CPU unless asked)", p.DefaultSampleType)
 	}
-	var sleepNs, pipeNs, waiterNs, burnerPreempt, burnerOther, burnerCPU int64
+	var sleepNs, pipeNs, waiterNs, waiterOther, burnerPreempt, burnerOther, burnerCPU int64
 	var waiterUser int64
 	for _, s := range samplesOf(p, w.Process.Pid) {
 		thread := strings.Join(s.Label["thread.name"], "")
@@ -66,7 +66,10 @@ func TestOffCPUSleepVsPipe(t *testing.T) {
 			}
 			waiterNs += off
 			if state != "sleeping" {
-				t.Errorf("waiter off the CPU in state %q, want sleeping: %s", state, strings.Join(funcNames(s), " <- "))
+				// a wakeup between setting the sleep state and switching (the pipe written
+				// as the read blocks) leaves the thread runnable: preempted, rightly, rarely
+				waiterOther += off
+				t.Logf("waiter off the CPU in state %q: %s", state, strings.Join(funcNames(s), " <- "))
 			}
 			switch {
 			case hasFuncContaining(s, "do_nanosleep"):
@@ -90,6 +93,9 @@ func TestOffCPUSleepVsPipe(t *testing.T) {
 	}
 	if waiterNs == 0 {
 		t.Fatal("no off-CPU time of the waiter thread")
+	}
+	if pct := 100 * float64(waiterOther) / float64(waiterNs); pct > 2 {
+		t.Errorf("%.1f%% of the waiter's off-CPU time in a state other than sleeping, want <= 2%%", pct)
 	}
 	within(t, "waiter in do_nanosleep (of its off-CPU time)", 100*float64(sleepNs)/float64(waiterNs), 75, 3)
 	within(t, "waiter in pipe_read", 100*float64(pipeNs)/float64(waiterNs), 25, 3)
