@@ -705,6 +705,15 @@ static bool is_loader(const char *path)
 	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7);
 }
 
+/* @sn's executable: @exe (taken over; NULL: none) and its base name. */
+static void snap_set_exe(struct exec_snap *sn, char *exe)
+{
+	const char *slash = exe ? strrchr(exe, '/') : NULL;
+
+	sn->proc.exe_path = exe;
+	sn->proc.exe_name = exe ? (char *)(slash ? slash + 1 : exe) : NULL;
+}
+
 static struct op_proc *ghost_find(struct otelprof *p, int pid)
 {
 	for (struct exec_snap *g = p->ghosts; g; g = g->next)
@@ -864,11 +873,8 @@ static void exit_maps_adopt(struct otelprof *p, int pid)
 			qsort(sn->proc.vmas, sn->proc.n_vmas, sizeof(*nv), vma_start_cmp);
 		}
 		memcpy(sn->proc.comm, was->comm, sizeof(sn->proc.comm));
-		if (was->exe_path && (sn->proc.exe_path = strdup(was->exe_path))) {
-			const char *slash = strrchr(sn->proc.exe_path, '/');
-
-			sn->proc.exe_name = slash ? (char *)slash + 1 : sn->proc.exe_path;
-		}
+		if (was->exe_path)
+			snap_set_exe(sn, strdup(was->exe_path));
 	}
 	snap_free(old);
 	sn->next = p->ghosts;
@@ -1548,12 +1554,7 @@ static struct exec_snap *exec_snapshot(struct otelprof *p, int pid)
 	sn->proc.pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	exe = realpath(path, NULL);
-	if (exe) {
-		const char *slash = strrchr(exe, '/');
-
-		sn->proc.exe_path = exe;
-		sn->proc.exe_name = (char *)(slash ? slash + 1 : exe);
-	}
+	snap_set_exe(sn, exe);
 	op_proctab_resource_read(p->procs, pid, &sn->proc.resource);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
