@@ -197,7 +197,12 @@ func TestOffCPUCollector(t *testing.T) {
 		return offNs >= 2e9
 	}, col)
 	col.stop(t, 30*time.Second)
-	if sleeping != offNs {
-		t.Errorf("%d of the waiter's %d off-CPU ns have thread.state sleeping", sleeping, offNs)
+	// as in TestOffCPUSleepVsPipe: a wakeup between setting the sleep state and switching
+	// leaves the waiter runnable (preempted, rightly); rare, so a small share at most
+	if pct := 100 * float64(offNs-sleeping) / float64(offNs); pct > 2 {
+		t.Errorf("%d of the waiter's %d off-CPU ns have thread.state sleeping (%.1f%% other), want >= 98%%",
+			sleeping, offNs, pct)
+	} else if sleeping != offNs {
+		t.Logf("%d of the waiter's %d off-CPU ns in a state other than sleeping", offNs-sleeping, offNs)
 	}
 }
