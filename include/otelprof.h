@@ -397,6 +397,12 @@ struct otelprof_stats {
 	uint64_t symbolize_backlog;
 	uint64_t debug_inflated_bytes;
 	uint64_t debug_inflations;
+	/*
+	 * Samples of a process gone before its exit mappings were read, held back until its exit
+	 * record (since the start), and how many are held now.
+	 */
+	uint64_t samples_parked;
+	uint64_t samples_parked_now;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

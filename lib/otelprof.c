@@ -52,6 +52,20 @@ struct offcpu_pending {
 };
 
 /*
+ * A parked sample (struct otelprof.parked): its copy, and since when. Bounded by bytes and by
+ * age: one whose exit record never comes is symbolized with what there is after PARK_MAX_NS.
+ */
+struct parked_rec {
+	int pid;
+	uint32_t size;
+	uint64_t since_ns;
+	struct op_trace *rec;
+};
+
+#define PARK_MAX_BYTES (4u << 20)
+#define PARK_MAX_NS    (1000000000ull)
+
+/*
  * Allocations: sampled allocations not freed yet, by (pid, address), each with its trace (the
  * in-use profile is their snapshot at each collect). Chained hash, ALLOC_BUCKETS heads.
  */
@@ -148,6 +162,13 @@ struct otelprof {
 	 */
 	struct exec_snap *exit_maps;
 	atomic_uint n_exit_maps;
+	/*
+	 * Samples of a process that was gone (from /proc) when the symbolizer met them, with
+	 * frames outside what it knew of its mappings: held until its exit record, which comes
+	 * after its exit mappings (park_trace); under lock, oldest first.
+	 */
+	struct parked_rec *parked;
+	size_t n_parked, cap_parked, parked_bytes;
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
@@ -1420,6 +1441,115 @@ static bool queue_pop(struct trace_queue *q, void *out, size_t *size)
 	return true;
 }
 
+/* Every plain user frame of @t (a valid trace) inside one of @proc's mappings. */
+static bool frames_mapped(struct op_proc *proc, const struct op_trace *t)
+{
+	size_t nk = t->n_kernel, nu = t->n_user;
+
+	for (size_t i = 0; i < nu; i++) {
+		uint64_t slot = t->frames[nk + i];
+
+		if (OP_FRAME_KIND(slot))
+			i++; /* a runtime's frame: two slots, no address */
+		else if (!op_proc_find_vma(proc, slot))
+			return false;
+	}
+	return true;
+}
+
+static bool exit_maps_pending(struct otelprof *p, int pid)
+{
+	bool found = false;
+
+	if (!atomic_load(&p->n_exit_maps))
+		return false;
+	pthread_mutex_lock(&p->q_lock);
+	for (struct exec_snap *sn = p->exit_maps; sn && !found; sn = sn->next)
+		found = sn->proc.pid == pid;
+	pthread_mutex_unlock(&p->q_lock);
+	return found;
+}
+
+/*
+ * Hold @t back when its process is gone and its frames fall outside the mappings known of it
+ * (a child 3 ms old: libc mapped after its exec snapshot), and its exit record is still to
+ * come: the reader may not have read the exit mappings BPF sent just before it. True when
+ * kept (a copy). Under p->lock.
+ */
+static bool park_trace(struct otelprof *p, const struct op_trace *t, size_t size)
+{
+	size_t nk = t->n_kernel, nu = t->n_user;
+	int pid = (int)t->hdr.pid;
+	struct op_proc *proc;
+	struct parked_rec *r;
+
+	if (!nu || (p->flags & OTELPROF_F_NO_SYMBOLIZE) || nk > OP_MAX_KERNEL_FRAMES ||
+	    nu > OP_MAX_USER_FRAMES || size < OP_TRACE_HDR_SIZE + (nk + nu) * sizeof(uint64_t) ||
+	    p->parked_bytes + size > PARK_MAX_BYTES || exit_maps_pending(p, pid))
+		return false;
+	proc = ghost_find(p, pid);
+	if (!proc)
+		proc = op_proctab_get(p->procs, pid);
+	if (proc && (proc->exited_ns || frames_mapped(proc, t)))
+		return false;
+	/* alive (its mappings read again) or gone */
+	if (op_proctab_refresh(p->procs, pid, true) != -ESRCH)
+		return false;
+	if (p->n_parked == p->cap_parked) {
+		size_t cap = p->cap_parked ? 2 * p->cap_parked : 64;
+		struct parked_rec *nv = realloc(p->parked, cap * sizeof(*nv));
+
+		if (!nv)
+			return false;
+		p->parked = nv;
+		p->cap_parked = cap;
+	}
+	r = &p->parked[p->n_parked];
+	r->rec = malloc(size);
+	if (!r->rec)
+		return false;
+	memcpy(r->rec, t, size);
+	r->pid = pid;
+	r->size = (uint32_t)size;
+	r->since_ns = clock_ns(CLOCK_MONOTONIC);
+	p->n_parked++;
+	p->parked_bytes += size;
+	p->stats.samples_parked++;
+	return true;
+}
+
+/*
+ * Symbolize parked samples: @pid's (its exit record is next), else (@pid 0) those parked at
+ * least @min_age_ns ago. Under p->lock.
+ */
+static void park_release(struct otelprof *p, int pid, uint64_t min_age_ns)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n_parked; i++) {
+		struct parked_rec r = p->parked[i];
+
+		if (pid ? r.pid == pid : now - r.since_ns >= min_age_ns) {
+			handle_trace(p, r.rec, r.size);
+			p->parked_bytes -= r.size;
+			free(r.rec);
+		} else {
+			p->parked[k++] = r;
+		}
+	}
+	p->n_parked = k;
+}
+
+static void park_free(struct otelprof *p)
+{
+	for (size_t i = 0; i < p->n_parked; i++)
+		free(p->parked[i].rec);
+	free(p->parked);
+	p->parked = NULL;
+	p->n_parked = p->cap_parked = p->parked_bytes = 0;
+}
+
 /* One queued record (trace, exec or exit). Under p->lock. */
 static void handle_queued(struct otelprof *p, const void *data, size_t size)
 {
@@ -1429,6 +1559,8 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		p->stats.dropped++;
 		return;
 	}
+	if (p->n_parked && clock_ns(CLOCK_MONOTONIC) - p->parked[0].since_ns >= PARK_MAX_NS)
+		park_release(p, 0, PARK_MAX_NS);
 	if (h->type == OP_EV_OFFCPU_END && size >= sizeof(struct op_offcpu_end)) {
 		offcpu_end(p, data);
 	} else if (h->type == OP_EV_ALLOC_FREE && size >= sizeof(struct op_alloc_free)) {
@@ -1440,6 +1572,8 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 		   (((const struct op_trace *)data)->flags & OP_TRACE_OFFCPU_PENDING)) {
 		offcpu_stash(p, data, size);
 	} else if (h->type == OP_EV_EXIT) {
+		if (p->n_parked)
+			park_release(p, (int)h->pid, 0); /* its exit mappings are in by now */
 		alloc_drop_pid(p, h->pid);
 		ghost_drop(p, (int)h->pid);
 		snap_free(exit_maps_take(p, (int)h->pid)); /* no sample of it met it */
@@ -1465,7 +1599,7 @@ static void handle_queued(struct otelprof *p, const void *data, size_t size)
 			sn->next = p->ghosts;
 			p->ghosts = sn;
 		}
-	} else {
+	} else if (h->type != OP_EV_TRACE || !park_trace(p, data, size)) {
 		handle_trace(p, data, size);
 	}
 }
@@ -1494,6 +1628,8 @@ static void queue_flush(struct otelprof *p, uint64_t max_ns)
 			break;
 		handle_queued(p, rec, size);
 	}
+	if (!max_ns && p->n_parked)
+		park_release(p, 0, 0); /* the last records: no exit record will come for these */
 	free(rec);
 }
 
@@ -1791,6 +1927,8 @@ static void *symbolizer_main(void *arg)
 		if (got)
 			handle_queued(p, rec, size);
 		now = clock_ns(CLOCK_MONOTONIC);
+		if (!got && p->n_parked)
+			park_release(p, 0, PARK_MAX_NS);
 		if (!got && now - last_gc > 1000000000ull) {
 			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
 			last_gc = now;
@@ -2101,6 +2239,7 @@ OTELPROF_API int otelprof_get_stats(struct otelprof *p, struct otelprof_stats *s
 	pthread_mutex_lock(&p->lock);
 	s = p->stats;
 	s.processes = op_proctab_count(p->procs);
+	s.samples_parked_now = p->n_parked;
 	pthread_mutex_unlock(&p->lock);
 	s.binaries = op_filecache_count(p->files);
 	pthread_mutex_lock(&p->q_lock);
@@ -2165,6 +2304,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_alloc_probes_free(p->alloc.probes);
 	op_sampler_close(p->sampler);
 	offcpu_free(p);
+	park_free(p);
 	alloc_free_all(p);
 	op_profile_free(p->profile);
 	while (p->ghosts) {

@@ -408,7 +408,8 @@ func (r *profilesReceiver) shutdown(ctx context.Context) error {
 			zap.Uint64("dropped", st.Dropped), zap.Uint64("unsymbolized_frames", st.Unsymbolized),
 			zap.Uint64("unwind_procs_full", st.UnwindProcsFull),
 			zap.Uint64("unwind_tables_full", st.UnwindTablesFull),
-			zap.Uint64("symbolize_backlog", st.SymbolizeBacklog))
+			zap.Uint64("symbolize_backlog", st.SymbolizeBacklog),
+			zap.Uint64("samples_parked", st.SamplesParked))
 	}
 	r.set.Logger.Info("eBPF profiler stopped", fields...)
 	<-r.monitorDone

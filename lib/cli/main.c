@@ -411,6 +411,11 @@ static int cmd_record(int argc, char **argv)
 			(unsigned long long)st.python_native_read_failed,
 			(unsigned long long)st.python_native_chain_ended,
 			(unsigned long long)st.python_stale_code);
+	if (verbosity >= OTELPROF_LOG_INFO && st.samples_parked)
+		fprintf(stderr,
+			"%s: %llu samples of processes gone before their exit mappings were read "
+			"waited for them\n",
+			prog, (unsigned long long)st.samples_parked);
 	if (verbosity >= OTELPROF_LOG_INFO &&
 	    (st.v8_processes || st.v8_unknown_layout || st.v8_frames_named))
 		fprintf(stderr,

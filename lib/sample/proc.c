@@ -568,6 +568,11 @@ int op_proctab_refresh(struct op_proctab *t, int pid, bool force)
 	err = read_vmas(pid, &v, &n);
 	if (err < 0)
 		return err == -ENOENT ? -ESRCH : err; /* gone: keep what we had for late samples */
+	if (!n && e->p.n_vmas) {
+		/* a zombie: its memory is gone, its mappings are what we knew */
+		free(v);
+		return -ESRCH;
+	}
 	carry_files(e->p.vmas, e->p.n_vmas, v, n);
 	free_vmas(e->p.vmas, e->p.n_vmas);
 	e->p.vmas = v;

@@ -115,6 +115,9 @@ type Stats struct {
 	// SymbolizeBacklog is how many records the library's symbolizer thread has yet to
 	// symbolize (a report leaves them for the next one rather than wait for them).
 	SymbolizeBacklog uint64
+	// SamplesParked counts samples of processes gone before their exit mappings were read,
+	// held back until the exit record so that their frames are named.
+	SamplesParked uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.
