@@ -1931,6 +1931,7 @@ static void *symbolizer_main(void *arg)
 			park_release(p, 0, PARK_MAX_NS);
 		if (!got && now - last_gc > 1000000000ull) {
 			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
+			op_ksyms_idle(p->ksyms);
 			last_gc = now;
 		}
 		pthread_mutex_unlock(&p->lock);

@@ -29,6 +29,7 @@
 #include "symbol/demangle.h"
 #include "symbol/dwarf.h"
 #include "util/log.h"
+#include "util/spill.h"
 #include "binary/file.h"
 
 #define NONE		 UINT32_MAX
@@ -41,19 +42,30 @@
  * Bound on the section bytes behind all open libdwarf instances together (the file being
  * read may exceed it alone). Sections are mapped from the file, not copied, except
  * compressed ones; libdwarf's own per-instance state (CU contexts, abbreviations, DIE
- * offset trees) is roughly proportional and goes away with the instance.
+ * offset trees) is roughly proportional and goes away with the instance: measured resident,
+ * 7.4 MiB for libc's 9.9 MB of sections, 4.5 MiB for python3.11's 22 MB. 40 MiB holds the
+ * two an idle host's Python process needs, which at 16 MiB closed each other on every
+ * switch (a re-open: 50-250 ms of CPU).
  */
-#define DEFAULT_HANDLE_BUDGET (16u << 20)
+#define DEFAULT_HANDLE_BUDGET (40u << 20)
 /*
  * Bound on the inflated copies of compressed sections (SHF_COMPRESSED, zlib) kept across
- * handle closes, all files together. libc's debug file alone inflates to ~9 MiB and took
- * ~45 % of the agent's CPU when every re-open of its handle inflated it again.
+ * handle closes, all files together. libc's debug file alone inflates to ~15 MiB and took
+ * ~45 % of the agent's CPU when every re-open of its handle inflated it again. Copies kept
+ * in memory count against the first bound; copies written to spill files (util/spill.h:
+ * page cache, not resident between lookups) against the second, the disk they take.
  */
 #define DEFAULT_INFLATED_BUDGET (24u << 20)
+#define DEFAULT_SPILLED_BUDGET	(256u << 20)
 /* Inflated copies of a file unused this long are freed (op_dwarf_idle()). */
 #define INFLATED_IDLE_NS (60ull * 1000000000ull)
-/* A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()). */
-#define HANDLE_IDLE_NS (3ull * 1000000000ull)
+/*
+ * A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()).
+ * Re-opening one costs 50-250 ms of CPU (libdwarf reads every CU header before the one
+ * asked for; python3.11's 20 MiB .debug_info): at 3 s, the re-opens of libc's and
+ * python's handles on an idle host were most of the agent's CPU.
+ */
+#define DEFAULT_HANDLE_IDLE_NS (30ull * 1000000000ull)
 
 struct dnode {
 	const char *name;	 /* display name */
@@ -125,6 +137,7 @@ struct zsec {
 	size_t index;
 	uint8_t *buf;
 	size_t size;
+	bool spilled; /* buf maps a file of its own (util/spill.h), else malloc'd */
 };
 
 struct op_dwarf {
@@ -157,7 +170,7 @@ struct op_dwarf {
 	 */
 	struct zsec *zsecs;
 	size_t n_zsecs;
-	size_t zbytes;
+	size_t zbytes, zmem_bytes; /* all its copies; those in memory */
 	uint64_t zused_ns;
 	struct op_dwarf *zprev, *znext;
 	int fd;
@@ -482,14 +495,23 @@ static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct op_dwarf *handles_head, *handles_tail;
 static size_t handles_bytes;
 static size_t handles_budget = DEFAULT_HANDLE_BUDGET;
+static uint64_t handle_idle_ns = DEFAULT_HANDLE_IDLE_NS;
 static size_t handles_open;
 static uint64_t handles_checked_ns;
 static uint64_t handles_trimmed_ns;
 /* inflated sections kept (struct zsec): files holding some, most recently used first */
 static struct op_dwarf *inflated_head, *inflated_tail;
-static size_t inflated_bytes;
+static size_t inflated_bytes, inflated_mem_bytes; /* all copies; those in memory */
 static size_t inflated_budget = DEFAULT_INFLATED_BUDGET;
+static size_t spilled_budget = DEFAULT_SPILLED_BUDGET;
 static uint64_t inflations, inflated_reused;
+
+/* The kept copies exceed one of their bounds (handles_lock held). */
+static bool inflated_over(void)
+{
+	return inflated_mem_bytes > inflated_budget ||
+	       inflated_bytes - inflated_mem_bytes > spilled_budget;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -509,6 +531,15 @@ static void heap_trim(void)
 }
 
 /* ---------------------------------------------------------------- inflated sections */
+
+static void zsec_free(struct zsec *z)
+{
+	if (z->spilled)
+		op_spill_free(z->buf, z->size);
+	else
+		free(z->buf);
+	z->buf = NULL;
+}
 
 static bool inflated_listed(const struct op_dwarf *d)
 {
@@ -548,11 +579,13 @@ static void inflated_drop(struct op_dwarf *d)
 {
 	inflated_unlink(d);
 	for (size_t i = 0; i < d->n_zsecs; i++)
-		free(d->zsecs[i].buf);
+		zsec_free(&d->zsecs[i]);
 	free(d->zsecs);
 	d->zsecs = NULL;
 	d->n_zsecs = 0;
 	inflated_bytes -= d->zbytes;
+	inflated_mem_bytes -= d->zmem_bytes;
+	d->zmem_bytes = 0;
 	d->zbytes = 0;
 }
 
@@ -569,7 +602,7 @@ static size_t inflated_trim(struct op_dwarf *self)
 	struct op_dwarf *v, *prev;
 	size_t freed = 0;
 
-	for (v = inflated_tail; v && inflated_bytes > inflated_budget; v = prev) {
+	for (v = inflated_tail; v && inflated_over(); v = prev) {
 		prev = v->zprev;
 		if (v == self || !v->f || pthread_mutex_trylock(&v->f->lock))
 			continue;
@@ -607,36 +640,46 @@ static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
 	}
 	/* larger than the whole budget: not kept, libelf inflates it into the handle as before */
 	if (!gelf_getchdr(scn, &ch) || ch.ch_type != ELFCOMPRESS_ZLIB || !ch.ch_size ||
-	    ch.ch_size > __atomic_load_n(&inflated_budget, __ATOMIC_RELAXED))
+	    (ch.ch_size > __atomic_load_n(&inflated_budget, __ATOMIC_RELAXED) &&
+	     ch.ch_size > __atomic_load_n(&spilled_budget, __ATOMIC_RELAXED)))
 		return NULL;
 	raw = elf_rawdata(scn, NULL);
 	if (!raw || !raw->d_buf || raw->d_size <= hdr)
 		return NULL;
-	buf = malloc(ch.ch_size);
 	nz = realloc(d->zsecs, (d->n_zsecs + 1) * sizeof(*d->zsecs));
-	if (!buf || !nz) {
-		free(buf);
+	if (!nz)
 		return NULL;
-	}
 	d->zsecs = nz;
+	z = &d->zsecs[d->n_zsecs];
+	*z = (struct zsec){ index, op_spill_alloc(ch.ch_size), (size_t)ch.ch_size, true };
+	if (!z->buf) {
+		z->buf = malloc(ch.ch_size);
+		z->spilled = false;
+	}
+	if (!z->buf)
+		return NULL;
+	buf = z->buf;
 	len = (uLongf)ch.ch_size;
 	if (uncompress(buf, &len, (const Bytef *)raw->d_buf + hdr, (uLong)(raw->d_size - hdr)) !=
 		    Z_OK ||
 	    len != ch.ch_size) {
-		free(buf);
+		zsec_free(z);
 		return NULL;
 	}
-	z = &d->zsecs[d->n_zsecs++];
-	*z = (struct zsec){ index, buf, (size_t)ch.ch_size };
+	d->n_zsecs++;
 	pthread_mutex_lock(&handles_lock);
 	inflations++;
 	d->zbytes += z->size;
 	inflated_bytes += z->size;
+	if (!z->spilled) {
+		inflated_mem_bytes += z->size;
+		d->zmem_bytes += z->size;
+	}
 	if (inflated_head != d) {
 		inflated_unlink(d);
 		inflated_push(d);
 	}
-	trim = inflated_bytes > inflated_budget;
+	trim = inflated_over();
 	pthread_mutex_unlock(&handles_lock);
 	if (trim) {
 		pthread_mutex_lock(&handles_lock);
@@ -652,6 +695,7 @@ void op_dwarf_set_inflated_budget(size_t bytes)
 {
 	pthread_mutex_lock(&handles_lock);
 	inflated_budget = bytes;
+	spilled_budget = bytes;
 	pthread_mutex_unlock(&handles_lock);
 }
 
@@ -839,7 +883,7 @@ static void handles_trim(struct op_dwarf *self)
 			continue;
 		handle_unlink(v);
 		handle_finish(v);
-		if (inflated_bytes > inflated_budget)
+		if (inflated_over())
 			inflated_drop(v); /* over its own budget: no reason to keep them */
 		pthread_mutex_unlock(&v->f->lock);
 		closed++;
@@ -866,13 +910,13 @@ void op_dwarf_idle(void)
 	__atomic_store_n(&handles_checked_ns, now, __ATOMIC_RELAXED);
 	for (v = handles_tail; v; v = prev) {
 		prev = v->hprev;
-		if (v->handle_used_ns + HANDLE_IDLE_NS > now)
+		if (v->handle_used_ns + handle_idle_ns > now)
 			break; /* the rest were used more recently */
 		if (!v->f || pthread_mutex_trylock(&v->f->lock))
 			continue;
 		handle_unlink(v);
 		handle_finish(v);
-		if (inflated_bytes > inflated_budget)
+		if (inflated_over())
 			inflated_drop(v); /* over its own budget: no reason to keep them */
 		pthread_mutex_unlock(&v->f->lock);
 		closed++;
@@ -885,6 +929,15 @@ void op_dwarf_idle(void)
 	for (v = handles_head; v; v = v->hnext)
 		if (v->map && !v->map_written)
 			madvise(v->map, v->map_len, MADV_DONTNEED);
+	/* the inflated copies written to files: their pages stay in the page cache */
+	for (v = inflated_head; v; v = v->znext) {
+		if (!v->f || pthread_mutex_trylock(&v->f->lock))
+			continue; /* in use now (and its zsecs may move) */
+		for (size_t i = 0; i < v->n_zsecs; i++)
+			if (v->zsecs[i].spilled)
+				op_spill_release(v->zsecs[i].buf, v->zsecs[i].size);
+		pthread_mutex_unlock(&v->f->lock);
+	}
 	for (v = inflated_tail; v; v = prev) {
 		prev = v->zprev;
 		if (v->zused_ns + INFLATED_IDLE_NS > now)
@@ -993,6 +1046,14 @@ void op_dwarf_set_handle_budget(size_t bytes)
 {
 	pthread_mutex_lock(&handles_lock);
 	handles_budget = bytes;
+	pthread_mutex_unlock(&handles_lock);
+}
+
+void op_dwarf_set_handle_idle(uint64_t ns)
+{
+	pthread_mutex_lock(&handles_lock);
+	handle_idle_ns = ns;
+	handles_checked_ns = 0;
 	pthread_mutex_unlock(&handles_lock);
 }
 
@@ -1561,10 +1622,15 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	Dwarf_Die cu_die;
 	size_t i, k;
 
+	struct timespec t0, t1;
+	bool opened;
+
 	if (cu->parsed || cu->failed)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (d->parsed_bytes > d->budget)
 		drop_parsed(d);
+	opened = !d->dbg;
 	if (!handle_get(d))
 		return;
 	if (dwarf_offdie_b(d->dbg, cu->die_off, 1, &cu_die, &err) != DW_DLV_OK) {
@@ -1602,9 +1668,12 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 		    cu->n_files * sizeof(*cu->files);
 	d->parsed_bytes += cu->bytes;
 	cu->parsed = true;
-	op_debug("DWARF: parsed CU at 0x%llx of %s: %zu DIEs, %zu rows, %zu bytes kept",
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	op_debug("DWARF: parsed CU at 0x%llx of %s: %zu DIEs, %zu rows, %zu bytes kept, %.2f ms%s",
 		 (unsigned long long)cu->die_off, d->f && d->f->path ? d->f->path : "?",
-		 cu->visited, cu->n_lines, cu->bytes);
+		 cu->visited, cu->n_lines, cu->bytes,
+		 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+		 opened ? " (handle opened)" : "");
 }
 
 /* ---------------------------------------------------------------- lookup */

@@ -28,25 +28,29 @@ size_t op_dwarf_bytes(const struct op_dwarf *d);
 void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes);
 
 /*
- * Bound on the section bytes of all open libdwarf instances together (default 16 MiB); over
+ * Bound on the section bytes of all open libdwarf instances together (default 40 MiB); over
  * it, the least recently used are closed and re-opened on demand.
  */
 void op_dwarf_set_handle_budget(size_t bytes);
 /*
- * Close the libdwarf instances unused for a few seconds (what was parsed out of them stays).
+ * Close the libdwarf instances unused for a while (op_dwarf_set_handle_idle; what was parsed
+ * out of them stays); take the pages of mapped sections out of resident memory.
  * Cheap: does the work at most once a second. Call without holding any file's lock.
  */
 void op_dwarf_idle(void);
+/* How long a libdwarf instance may stay unused before op_dwarf_idle() closes it (30 s). */
+void op_dwarf_set_handle_idle(uint64_t ns);
 /* Open libdwarf instances and the section bytes they hold, now. */
 void op_dwarf_handle_stats(size_t *open, size_t *bytes);
 
 /*
  * Compressed (zlib) debug sections are inflated once and the copy kept when the libdwarf
  * instance closes, so that re-opening it does not inflate them again. Bound on those copies
- * over all files (default 24 MiB); over it, the least recently used files' copies are freed
- * (and their instances closed). A section larger than the whole budget is not kept (libelf
- * inflates it into the instance, freed with it), so a hostile size claim costs no more than
- * before.
+ * over all files: copies in memory (default 24 MiB) and copies in spill files
+ * (util/spill.h; default 256 MiB of disk); this sets both. Over either, the least recently
+ * used files' copies are freed (and their instances closed). A section larger than the
+ * budget is not kept (libelf inflates it into the instance, freed with it), so a hostile
+ * size claim costs no more than before.
  */
 void op_dwarf_set_inflated_budget(size_t bytes);
 struct op_dwarf_inflated_stats {

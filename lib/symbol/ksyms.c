@@ -12,6 +12,7 @@
 #include "util/log.h"
 #include "binary/file.h"
 #include "symbol/ksyms.h"
+#include "util/spill.h"
 
 /* 16 bytes a symbol: about 2 MB for a distribution kernel's 120k text symbols. */
 struct ksym {
@@ -26,6 +27,9 @@ struct op_ksyms {
 	size_t n;
 	char *blob; /* every name and module name, NUL-terminated */
 	size_t blob_len, blob_cap;
+	/* syms and blob moved into one spill mapping (util/spill.h), or NULL: malloc'd */
+	void *spill;
+	size_t spill_len;
 	uint32_t *mods; /* blob offsets of module names; [0] unused */
 	size_t n_mods;
 };
@@ -108,6 +112,29 @@ static const char *kallsyms_path(void)
 	const char *p = getenv("OTELPROF_KALLSYMS");
 
 	return p && *p ? p : "/proc/kallsyms";
+}
+
+/*
+ * The finished table and names into a spill mapping (3-5 MiB on a distribution kernel, of
+ * which a lookup reads a few pages): out of resident memory between lookups (op_ksyms_idle).
+ * Kept in malloc'd memory when there is no spill file.
+ */
+static void spill(struct op_ksyms *k)
+{
+	size_t syms = k->n * sizeof(*k->syms), len = syms + k->blob_len;
+	uint8_t *m = op_spill_alloc(len);
+
+	if (!m)
+		return;
+	memcpy(m, k->syms, syms);
+	memcpy(m + syms, k->blob, k->blob_len);
+	free(k->syms);
+	free(k->blob);
+	k->syms = (struct ksym *)m;
+	k->blob = (char *)m + syms;
+	k->spill = m;
+	k->spill_len = len;
+	op_spill_release(m, len);
 }
 
 struct op_ksyms *op_ksyms_load(void)
@@ -227,6 +254,7 @@ struct op_ksyms *op_ksyms_load(void)
 			k->blob_cap = k->blob_len;
 		}
 	}
+	spill(k);
 	op_debug("loaded %zu kernel text symbols from %s", k->n, path);
 	return k;
 nomem:
@@ -241,10 +269,20 @@ void op_ksyms_free(struct op_ksyms *k)
 {
 	if (!k)
 		return;
-	free(k->syms);
-	free(k->blob);
+	if (k->spill) {
+		op_spill_free(k->spill, k->spill_len);
+	} else {
+		free(k->syms);
+		free(k->blob);
+	}
 	free(k->mods);
 	free(k);
+}
+
+void op_ksyms_idle(struct op_ksyms *k)
+{
+	if (k && k->spill)
+		op_spill_release(k->spill, k->spill_len);
 }
 
 size_t op_ksyms_count(const struct op_ksyms *k)

@@ -13,5 +13,7 @@ void op_ksyms_free(struct op_ksyms *k);
 const char *op_ksyms_resolve(const struct op_ksyms *k, uint64_t addr, const char **module);
 /* Number of kernel text symbols loaded. */
 size_t op_ksyms_count(const struct op_ksyms *k);
+/* Between lookups: the table's pages leave resident memory when it lives in a spill file. */
+void op_ksyms_idle(struct op_ksyms *k);
 
 #endif

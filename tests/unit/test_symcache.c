@@ -238,9 +238,10 @@ int main(void)
 			CHECK_EQ(got[k][i].line, want[k][i].line);
 		}
 	op_dwarf_set_inflated_budget(24u << 20);
-	op_dwarf_set_handle_budget(16u << 20);
+	op_dwarf_set_handle_budget(40u << 20);
 
-	/* cached results: the same strings again; an idle instance is closed after 3 s */
+	/* cached results: the same strings again; an instance idle for 3 s is closed */
+	op_dwarf_set_handle_idle(3000000000ull);
 	c = op_filecache_new(0);
 	REQUIRE(c);
 	f = op_filecache_get_path(c, path[1]);

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/spill.h"
+
+#define SPILL_DEFAULT_DIR "/var/tmp"
+#define TMPFS_FS_MAGIC	  0x01021994
+#define RAMFS_FS_MAGIC	  0x858458f6
+
+static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
+static int spill_dfd = -1;
+
+static void spill_open(void)
+{
+	const char *dir = getenv("OTELPROF_SPILL_DIR");
+	struct statfs sf;
+	int fd;
+
+	if (!dir)
+		dir = SPILL_DEFAULT_DIR;
+	if (!*dir)
+		return;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		op_debug("large tables stay in memory: cannot open %s (OTELPROF_SPILL_DIR): %s",
+			 dir, strerror(errno));
+		return;
+	}
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_FS_MAGIC || sf.f_type == RAMFS_FS_MAGIC)) {
+		op_debug("large tables stay in memory: %s (OTELPROF_SPILL_DIR) is in RAM", dir);
+		close(fd);
+		return;
+	}
+	spill_dfd = fd;
+}
+
+void *op_spill_alloc(size_t size)
+{
+	void *p;
+	int fd;
+
+	if (!size)
+		return NULL;
+	pthread_once(&spill_once, spill_open);
+	if (spill_dfd < 0)
+		return NULL;
+	fd = openat(spill_dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	/* the blocks now: a full disk must fail here, not as SIGBUS when the table is written */
+	if (posix_fallocate(fd, 0, (off_t)size)) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void op_spill_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+void op_spill_release(void *p, size_t size)
+{
+	if (p)
+		madvise(p, size, MADV_DONTNEED);
+}
