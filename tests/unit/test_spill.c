@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Spill files (lib/util/spill.h): a table written into one reads back the same after its
+ * pages left resident memory, and leaves it; a directory in RAM or "" gives none (callers
+ * keep tables in memory). Each directory setting in a child process of its own (the
+ * directory is read once per process).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "util/spill.h"
+
+#define LEN (3u << 20)
+
+/* KiB of the mapping at @p in this process's resident memory (smaps Rss; mincore would
+ * count the page cache). SIZE_MAX when not found. */
+static size_t resident(void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	size_t kb = SIZE_MAX;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %zu kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* In a child with OTELPROF_SPILL_DIR=@dir (NULL: unset): 0 spilled and read back, 1 none. */
+static int child(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		uint32_t *t;
+		size_t n = LEN / sizeof(*t);
+		int bad = 0;
+
+		if (dir)
+			setenv("OTELPROF_SPILL_DIR", dir, 1);
+		else
+			unsetenv("OTELPROF_SPILL_DIR");
+		t = op_spill_alloc(LEN);
+		if (!t)
+			_exit(1);
+		for (size_t i = 0; i < n; i++)
+			bad |= t[i] != 0; /* zeroed */
+		for (size_t i = 0; i < n; i++)
+			t[i] = (uint32_t)(i * 2654435761u);
+		if (resident(t) < LEN / 1024)
+			bad = 1;
+		op_spill_release(t, LEN);
+		if (resident(t) != 0)
+			bad = 1; /* out of resident memory */
+		for (size_t i = 0; i < n; i++)
+			bad |= t[i] != (uint32_t)(i * 2654435761u); /* and back, the same */
+		op_spill_free(t, LEN);
+		_exit(bad ? 2 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+int main(void)
+{
+	char dir[] = "/var/tmp/otelprof-spill-XXXXXX";
+
+	REQUIRE(mkdtemp(dir));
+	CHECK_EQ(child(dir), 0);
+	CHECK_EQ(child(NULL), 0); /* the default, /var/tmp */
+	CHECK_EQ(child(""), 1);	  /* none: tables stay in memory */
+	CHECK_EQ(child("/nonexistent/otelprof"), 1);
+	if (system("stat -f -c %T /dev/shm 2>/dev/null | grep -qx tmpfs") == 0)
+		CHECK_EQ(child("/dev/shm"), 1); /* RAM: the memory would only move */
+	else
+		fprintf(stderr, "note: /dev/shm is not tmpfs here; that case is not checked\n");
+	rmdir(dir); /* nothing left in it: the files were never linked */
+	CHECK_EQ(access(dir, F_OK), -1);
+	return check_done();
+}
