@@ -1950,8 +1950,19 @@ static void malloc_for_agent(void)
 	mallopt(M_TRIM_THRESHOLD, 128 << 10);
 }
 
+/* Kernel symbols, read in a thread of their own while otelprof_open() loads the BPF side. */
+static void *ksyms_main(void *arg)
+{
+	struct otelprof *p = arg;
+
+	p->ksyms = op_ksyms_load(); /* NULL: kernel frames keep their addresses */
+	return NULL;
+}
+
 OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 {
+	pthread_t ksyms_th;
+	bool ksyms_thread = false;
 	struct op_sampler_opts so = { 0 };
 	struct otelprof *p;
 	int err;
@@ -2038,9 +2049,10 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		err = -ENOMEM;
 		goto fail;
 	}
+	/* kallsyms (~70 ms) is read beside the BPF verification, not before it */
 	if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
-		p->ksyms = op_ksyms_load(); /* NULL: kernel frames keep their addresses */
-	p->perfmaps = op_perfmaps_new();    /* NULL: JIT frames keep their addresses */
+		ksyms_thread = !pthread_create(&ksyms_th, NULL, ksyms_main, p);
+	p->perfmaps = op_perfmaps_new(); /* NULL: JIT frames keep their addresses */
 
 	so.frequency_hz = p->opts.frequency_hz;
 	so.kernel_stacks = !(p->flags & OTELPROF_F_NO_KERNEL_STACKS);
@@ -2058,6 +2070,10 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	so.on_event = on_event;
 	so.ctx = p;
 	err = op_sampler_open(&so, &p->sampler);
+	if (ksyms_thread)
+		pthread_join(ksyms_th, NULL);
+	else if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+		p->ksyms = op_ksyms_load(); /* no thread: here */
 	if (err)
 		goto fail;
 	if (p->opts.alloc_mean_bytes) {
