@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "util/hash.h"
 #include "util/log.h"
 #include "otelprof.h"
 #include "sample/proc.h"
@@ -63,7 +64,24 @@ struct parked_rec {
 };
 
 #define PARK_MAX_BYTES (4u << 20)
-#define PARK_MAX_NS    (1000000000ull)
+
+/*
+ * A frame's location in the current profile, by what determines it: the address and, for
+ * user frames, the mapping (file, range, offset, path) it fell in. Each frame otherwise
+ * costs a symbolizer lookup and the interning of its function's strings again; at 999 Hz
+ * that was most of the agent's CPU. Direct-mapped; anonymous memory (perf maps change as
+ * JIT code moves) is not cached.
+ */
+#define LOC_CACHE_BITS 12
+struct loc_cache_ent {
+	uint64_t addr, start, end, offset;
+	const void *file; /* NULL: a kernel frame */
+	uint32_t path_hash;
+	uint32_t gen; /* 0: empty */
+	uint32_t loc;
+	bool leaf, unsymbolized;
+};
+#define PARK_MAX_NS (1000000000ull)
 
 /*
  * Allocations: sampled allocations not freed yet, by (pid, address), each with its trace (the
@@ -169,6 +187,9 @@ struct otelprof {
 	 */
 	struct parked_rec *parked;
 	size_t n_parked, cap_parked, parked_bytes;
+	/* frames already turned into locations of the current profile (loc_cache_*); under lock */
+	struct loc_cache_ent *loc_cache;
+	uint32_t loc_gen;	 /* the current profile's; entries of another are stale */
 	int64_t mono_to_unix_ns; /* unix = monotonic + this */
 	struct otelprof_stats stats;
 
@@ -425,6 +446,7 @@ static struct op_profile *new_profile(struct otelprof *p)
 		.scope_version = OTELPROF_VERSION_STRING,
 	};
 
+	p->loc_gen = p->loc_gen + 1 ? p->loc_gen + 1 : 1; /* the cache's entries: another's */
 	return op_profile_new(&po);
 }
 
@@ -536,11 +558,63 @@ static uint32_t marker_location(struct otelprof *p, const char *what)
 	return op_profile_location(p->profile, 0, 0, &line, 1, OP_FRAME_ABORT);
 }
 
+/* The cache slot for this frame, or NULL (no memory); *hit when it holds the frame. */
+static struct loc_cache_ent *loc_cache_slot(struct otelprof *p, const struct loc_cache_ent *k,
+					    bool *hit)
+{
+	uint64_t h = (k->addr ^ (uint64_t)(uintptr_t)k->file ^ (k->start << 7) ^ k->path_hash) *
+		     0x9e3779b97f4a7c15ull;
+	struct loc_cache_ent *e;
+
+	*hit = false;
+	if (!p->loc_cache) {
+		p->loc_cache = calloc(1u << LOC_CACHE_BITS, sizeof(*p->loc_cache));
+		if (!p->loc_cache)
+			return NULL;
+	}
+	e = &p->loc_cache[h >> (64 - LOC_CACHE_BITS)];
+	*hit = e->gen == p->loc_gen && e->addr == k->addr && e->file == k->file &&
+	       e->start == k->start && e->end == k->end && e->offset == k->offset &&
+	       e->path_hash == k->path_hash && e->leaf == k->leaf;
+	return e;
+}
+
+/* A location from the cache (counting it as the lookup would have), or OP_PROFILE_ERR. */
+static uint32_t loc_cache_get(struct otelprof *p, const struct loc_cache_ent *k,
+			      struct loc_cache_ent **slot)
+{
+	bool hit;
+
+	*slot = loc_cache_slot(p, k, &hit);
+	if (!hit)
+		return OP_PROFILE_ERR;
+	if ((*slot)->unsymbolized)
+		p->stats.unsymbolized++;
+	return (*slot)->loc;
+}
+
+static uint32_t loc_cache_put(struct otelprof *p, struct loc_cache_ent *slot,
+			      const struct loc_cache_ent *k, uint32_t loc, bool unsymbolized)
+{
+	if (slot && loc != OP_PROFILE_ERR) {
+		*slot = *k;
+		slot->gen = p->loc_gen;
+		slot->loc = loc;
+		slot->unsymbolized = unsymbolized;
+	}
+	return loc;
+}
+
 static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
 {
 	struct op_line_desc line = { 0 };
 	const char *module = NULL, *sym = NULL;
 	char name[256];
+	struct loc_cache_ent key = { .addr = addr }, *slot;
+	uint32_t loc = loc_cache_get(p, &key, &slot);
+
+	if (loc != OP_PROFILE_ERR)
+		return loc;
 
 	if (p->ksyms && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
 		sym = op_ksyms_resolve(p->ksyms, addr, &module);
@@ -556,7 +630,8 @@ static uint32_t kernel_location(struct otelprof *p, uint64_t addr)
 		p->stats.unsymbolized++;
 	}
 	/* mapping 0: the builder's shared [kernel.kallsyms] mapping */
-	return op_profile_location(p->profile, 0, addr, &line, sym ? 1 : 0, OP_FRAME_KERNEL);
+	loc = op_profile_location(p->profile, 0, addr, &line, sym ? 1 : 0, OP_FRAME_KERNEL);
+	return loc_cache_put(p, slot, &key, loc, !sym);
 }
 
 /*
@@ -572,14 +647,26 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 	struct op_file *file = NULL;
 	uint32_t mapping = 0;
 	size_t n = 0;
+	struct loc_cache_ent key = { .addr = addr, .leaf = leaf }, *slot = NULL;
+	uint32_t loc;
 
 	if (proc) {
 		vma = op_proc_find_vma(proc, addr);
 		if (!vma && op_proctab_refresh(p->procs, proc->pid, false) == 0)
 			vma = op_proc_find_vma(proc, addr);
 	}
+	if (vma && vma->path) {
+		file = op_proc_vma_file(p->procs, proc, vma);
+		key.file = file ? (const void *)file : (const void *)vma; /* never NULL here */
+		key.start = vma->start;
+		key.end = vma->end;
+		key.offset = vma->offset;
+		key.path_hash = (uint32_t)op_hash_bytes(vma->path, strlen(vma->path));
+		loc = loc_cache_get(p, &key, &slot);
+		if (loc != OP_PROFILE_ERR)
+			return loc;
+	}
 	if (vma) {
-		file = vma->path ? op_proc_vma_file(p->procs, proc, vma) : NULL;
 		md.memory_start = vma->start;
 		md.memory_limit = vma->end;
 		md.file_offset = vma->offset;
@@ -632,8 +719,9 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 		p->stats.unsymbolized++;
 	if (vma)
 		mapping = op_profile_mapping(p->profile, &md);
-	return op_profile_location(p->profile, mapping, addr, lines, n,
-				   file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
+	loc = op_profile_location(p->profile, mapping, addr, lines, n,
+				  file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
+	return loc_cache_put(p, slot, &key, loc, !n);
 }
 
 static const char *thread_state_name(unsigned int state)
@@ -2322,6 +2410,7 @@ OTELPROF_API void otelprof_close(struct otelprof *p)
 	op_sampler_close(p->sampler);
 	offcpu_free(p);
 	park_free(p);
+	free(p->loc_cache);
 	alloc_free_all(p);
 	op_profile_free(p->profile);
 	while (p->ghosts) {
