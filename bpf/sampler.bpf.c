@@ -118,7 +118,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
 	read_labels(t, task);
-	if (get_user_regs(ctx, task, &regs)) {
+	if ((t->flags & OP_TRACE_KERNEL_MODE) && in_execve(task)) {
+		t->unwind_error = OTELPROF_UNWIND_IN_EXEC;
+	} else if (get_user_regs(ctx, task, &regs)) {
 		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
 		struct walk_ctx w = { .t = t, .proc = proc };
 

@@ -297,6 +297,11 @@ enum otelprof_unwind_error {
 	OTELPROF_UNWIND_UNKNOWN_MAPPING = 6, /* PC in anonymous/JIT memory without CFI */
 	OTELPROF_UNWIND_BAD_RULE = 7,	     /* unsupported CFA/return-address rule */
 	OTELPROF_UNWIND_NO_USER_REGS = 8,    /* kernel thread or registers unavailable */
+	/*
+	 * sampled inside execve(): the old program's user stack is being replaced (its memory
+	 * may already be the new program's) and is not recorded; the kernel frames are
+	 */
+	OTELPROF_UNWIND_IN_EXEC = 9,
 	OTELPROF_UNWIND_ERROR_MAX = 16,
 };
 

@@ -265,6 +265,7 @@ OTELPROF_API const char *otelprof_unwind_error_name(int reason)
 		[OTELPROF_UNWIND_UNKNOWN_MAPPING] = "unknown_mapping",
 		[OTELPROF_UNWIND_BAD_RULE] = "bad_rule",
 		[OTELPROF_UNWIND_NO_USER_REGS] = "no_user_regs",
+		[OTELPROF_UNWIND_IN_EXEC] = "in_exec",
 	};
 
 	if (reason < 0 || reason >= OTELPROF_UNWIND_ERROR_MAX || !names[reason])
@@ -1140,7 +1141,8 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 	else if (t->flags & OP_TRACE_USER_TRUNCATED)
 		locs[n++] = marker_location(p, "[truncated]");
 	else if (t->unwind_error != OTELPROF_UNWIND_OK &&
-		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS) {
+		 t->unwind_error != OTELPROF_UNWIND_NO_USER_REGS &&
+		 t->unwind_error != OTELPROF_UNWIND_IN_EXEC) {
 		char what[64];
 
 		snprintf(what, sizeof(what), "[unwind error: %s]",

@@ -144,6 +144,19 @@ struct user_regs {
 };
 
 /*
+ * Inside execve() (bprm_execve() sets in_execve): the saved user registers are the old
+ * program's, and past the point of no return its memory is gone, replaced by the new
+ * program's; a vfork child's old memory is its parent's. No user walk can be named right
+ * there, so none is recorded (OTELPROF_UNWIND_IN_EXEC): the kernel frames say "execve".
+ */
+static __always_inline bool in_execve(struct task_struct *task)
+{
+	if (!bpf_core_field_exists(task->in_execve))
+		return false;
+	return BPF_CORE_READ_BITFIELD_PROBED(task, in_execve);
+}
+
+/*
  * The interrupted task's user context: from the sample itself when it hit user mode (ctx
  * fields are read directly: the verifier rewrites those loads), else from the task's saved
  * pt_regs. False for kernel threads, which have no user context.

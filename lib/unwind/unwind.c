@@ -1066,7 +1066,8 @@ bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	struct proc_ent *p;
 	int pid = (int)t->hdr.pid;
 
-	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS)
+	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS ||
+	    t->unwind_error == OTELPROF_UNWIND_IN_EXEC)
 		return false;
 	p = *proc_slot(u, pid);
 	if (!p) {

@@ -96,7 +96,7 @@ func TestReliabilityExecStorm(t *testing.T) {
 		spawned, _ = strconv.Atoi(m[1])
 		achieved, _ = strconv.ParseFloat(m[2], 64)
 	}
-	var child, childNamed, childAll int64
+	var child, childNamed, childAll, inExec, inExecUser int64
 	pids := map[int64]bool{}
 	for _, s := range p.Sample {
 		if exeName(s) != "rel_storm" {
@@ -112,6 +112,17 @@ func TestReliabilityExecStorm(t *testing.T) {
 				childAll += count(s)
 			}
 		}
+		// inside execve the old program's user stack is not recorded (OTELPROF_UNWIND_IN_EXEC):
+		// in load_elf_binary its memory is being replaced by the new program's
+		if hasFunc(s, "load_elf_binary") {
+			inExec += count(s)
+			for _, loc := range s.Location {
+				if loc.Mapping == nil || loc.Mapping.File != "[kernel.kallsyms]" {
+					inExecUser += count(s)
+					break
+				}
+			}
+		}
 	}
 	t.Logf("storm: %s; recorder: %d samples, %d lost, %d dropped, %d processes, max RSS %d MiB",
 		strings.TrimSpace(sout.String()), st.samples, st.lost, st.dropped, st.processes, st.maxRSSKiB/1024)
@@ -125,13 +136,19 @@ func TestReliabilityExecStorm(t *testing.T) {
 		t.Errorf("samples from %d of %d short-lived children carry executable name rel_storm, want >= 1/4", len(pids), spawned)
 	}
 	// A child that is gone before the reader reads its /proc/PID/maps is named from the
-	// mappings BPF sent at its exit (bpf/types.h, op_exit_maps). What stays unnamed: samples
-	// of the spawn before the exec (the parent's code in the child's pid).
+	// mappings BPF sent at its exit (bpf/types.h, op_exit_maps), its samples held back until
+	// the exit record says they are in. What stays unnamed: samples of the spawn before the
+	// exec (the parent's code in the child's pid). The issue asks 95 % of a 60 s storm
+	// (make bench); under the sanitizer build here, 90 %.
 	if child == 0 {
 		t.Errorf("no samples of the short-lived children")
-	} else if float64(childAll) < 0.8*float64(child) {
-		t.Errorf("%d of %d samples of the short-lived children have every frame named, want >= 80%%",
+	} else if float64(childAll) < 0.9*float64(child) {
+		t.Errorf("%d of %d samples of the short-lived children have every frame named, want >= 90%%",
 			childAll, child)
+	}
+	if inExecUser > 0 {
+		t.Errorf("%d of %d samples in load_elf_binary have user frames, want none (the old program's stack)",
+			inExecUser, inExec)
 	}
 	if st.maxRSSKiB > rssBoundKiB(t, 512) {
 		t.Errorf("recorder peak RSS %d MiB during the storm, want <= %d MiB", st.maxRSSKiB/1024, rssBoundKiB(t, 512)/1024)
