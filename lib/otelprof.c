@@ -64,6 +64,7 @@ struct parked_rec {
 };
 
 #define PARK_MAX_BYTES (4u << 20)
+#define PARK_MAX_NS    (1000000000ull)
 
 /*
  * A frame's location in the current profile, by what determines it: the address and, for
@@ -81,7 +82,6 @@ struct loc_cache_ent {
 	uint32_t loc;
 	bool leaf, unsymbolized;
 };
-#define PARK_MAX_NS (1000000000ull)
 
 /*
  * Allocations: sampled allocations not freed yet, by (pid, address), each with its trace (the
@@ -944,15 +944,16 @@ static int vma_start_cmp(const void *a, const void *b)
 
 /*
  * @pid's samples meet its exit snapshot: it becomes the process's ghost, with what the
- * earlier snapshot had that the exit one lacks ([vdso], anonymous JIT code). Under p->lock.
+ * earlier snapshot had that the exit one lacks ([vdso], anonymous JIT code). False: no exit
+ * snapshot of @pid waits. Under p->lock.
  */
-static void exit_maps_adopt(struct otelprof *p, int pid)
+static bool exit_maps_adopt(struct otelprof *p, int pid)
 {
 	struct exec_snap *sn = exit_maps_take(p, pid), *old;
 	struct op_proc *was;
 
 	if (!sn)
-		return;
+		return false;
 	old = NULL;
 	for (struct exec_snap **gp = &p->ghosts; *gp; gp = &(*gp)->next) {
 		if ((*gp)->proc.pid == pid) {
@@ -989,6 +990,7 @@ static void exit_maps_adopt(struct otelprof *p, int pid)
 	snap_free(old);
 	sn->next = p->ghosts;
 	p->ghosts = sn;
+	return true;
 }
 
 /* A trace's labels, and the span they name (profile/links.h). */
@@ -1547,19 +1549,6 @@ static bool frames_mapped(struct op_proc *proc, const struct op_trace *t)
 	return true;
 }
 
-static bool exit_maps_pending(struct otelprof *p, int pid)
-{
-	bool found = false;
-
-	if (!atomic_load(&p->n_exit_maps))
-		return false;
-	pthread_mutex_lock(&p->q_lock);
-	for (struct exec_snap *sn = p->exit_maps; sn && !found; sn = sn->next)
-		found = sn->proc.pid == pid;
-	pthread_mutex_unlock(&p->q_lock);
-	return found;
-}
-
 /*
  * Hold @t back when its process is gone and its frames fall outside the mappings known of it
  * (a child 3 ms old: libc mapped after its exec snapshot), and its exit record is still to
@@ -1575,8 +1564,10 @@ static bool park_trace(struct otelprof *p, const struct op_trace *t, size_t size
 
 	if (!nu || (p->flags & OTELPROF_F_NO_SYMBOLIZE) || nk > OP_MAX_KERNEL_FRAMES ||
 	    nu > OP_MAX_USER_FRAMES || size < OP_TRACE_HDR_SIZE + (nk + nu) * sizeof(uint64_t) ||
-	    p->parked_bytes + size > PARK_MAX_BYTES || exit_maps_pending(p, pid))
+	    p->parked_bytes + size > PARK_MAX_BYTES)
 		return false;
+	if (exit_maps_adopt(p, pid))
+		return false; /* its exit mappings are in: the sample is named from them now */
 	proc = ghost_find(p, pid);
 	if (!proc)
 		proc = op_proctab_get(p->procs, pid);
@@ -2052,7 +2043,7 @@ static void *ksyms_main(void *arg)
 OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 {
 	pthread_t ksyms_th;
-	bool ksyms_thread = false;
+	bool want_ksyms, ksyms_thread = false;
 	struct op_sampler_opts so = { 0 };
 	struct otelprof *p;
 	int err;
@@ -2140,7 +2131,9 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 		goto fail;
 	}
 	/* kallsyms (~70 ms) is read beside the BPF verification, not before it */
-	if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+	want_ksyms =
+		!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE);
+	if (want_ksyms)
 		ksyms_thread = !pthread_create(&ksyms_th, NULL, ksyms_main, p);
 	p->perfmaps = op_perfmaps_new(); /* NULL: JIT frames keep their addresses */
 
@@ -2162,7 +2155,7 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	err = op_sampler_open(&so, &p->sampler);
 	if (ksyms_thread)
 		pthread_join(ksyms_th, NULL);
-	else if (!(p->flags & OTELPROF_F_NO_KERNEL_STACKS) && !(p->flags & OTELPROF_F_NO_SYMBOLIZE))
+	else if (want_ksyms)
 		p->ksyms = op_ksyms_load(); /* no thread: here */
 	if (err)
 		goto fail;
