@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,11 +19,28 @@
 static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
 static int spill_dfd = -1;
 
+/*
+ * Why @dir cannot hold spill files: logged as a warning when the user named it
+ * (OTELPROF_SPILL_DIR), at debug level for the default.
+ */
+static void spill_refused(bool asked, const char *dir, const char *why)
+{
+	if (asked)
+		op_warn("OTELPROF_SPILL_DIR=%s: %s; inflated debug sections and kernel symbols "
+			"stay "
+			"in memory (set it to a directory on a disk file system, or empty for "
+			"memory)",
+			dir, why);
+	else
+		op_debug("large tables stay in memory: %s: %s", dir, why);
+}
+
 static void spill_open(void)
 {
 	const char *dir = getenv("OTELPROF_SPILL_DIR");
+	bool asked = dir != NULL;
 	struct statfs sf;
-	int fd;
+	int fd, probe;
 
 	if (!dir)
 		dir = SPILL_DEFAULT_DIR;
@@ -30,15 +48,23 @@ static void spill_open(void)
 		return;
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		op_debug("large tables stay in memory: cannot open %s (OTELPROF_SPILL_DIR): %s",
-			 dir, strerror(errno));
+		spill_refused(asked, dir, strerror(errno));
 		return;
 	}
 	if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_FS_MAGIC || sf.f_type == RAMFS_FS_MAGIC)) {
-		op_debug("large tables stay in memory: %s (OTELPROF_SPILL_DIR) is in RAM", dir);
+		spill_refused(asked, dir,
+			      "it is in RAM (tmpfs or ramfs): spilling there frees nothing");
 		close(fd);
 		return;
 	}
+	/* unlinked files must be possible there (O_TMPFILE: not on every file system) */
+	probe = openat(fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (probe < 0) {
+		spill_refused(asked, dir, strerror(errno));
+		close(fd);
+		return;
+	}
+	close(probe);
 	spill_dfd = fd;
 }
 

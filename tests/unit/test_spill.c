@@ -2,7 +2,8 @@
 /*
  * Spill files (lib/util/spill.h): a table written into one reads back the same after its
  * pages left resident memory, and leaves it; a directory in RAM or "" gives none (callers
- * keep tables in memory). Each directory setting in a child process of its own (the
+ * keep tables in memory), and a directory the user named but that cannot be used says so in
+ * a one-line warning with the way out. Each directory setting in a child process of its own (the
  * directory is read once per process).
  */
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "otelprof.h"
 #include "util/spill.h"
 
 #define LEN (3u << 20)
@@ -39,7 +41,23 @@ static size_t resident(void *p)
 	return kb;
 }
 
-/* In a child with OTELPROF_SPILL_DIR=@dir (NULL: unset): 0 spilled and read back, 1 none. */
+#define NONE   1 /* no spill file: the caller keeps its table in memory */
+#define WARNED 4 /* and a one-line warning named the variable and the way out */
+
+static bool warned;
+
+static void on_log(enum otelprof_log_level level, const char *msg, void *ctx)
+{
+	(void)ctx;
+	if (level == OTELPROF_LOG_WARN && strstr(msg, "OTELPROF_SPILL_DIR=") &&
+	    strstr(msg, "disk file system") && !strchr(msg, '\n'))
+		warned = true;
+}
+
+/*
+ * In a child with OTELPROF_SPILL_DIR=@dir (NULL: unset): 0 spilled and read back, NONE, 2 a
+ * spilled table wrong; WARNED added when a warning said why.
+ */
 static int child(const char *dir)
 {
 	pid_t pid = fork();
@@ -54,9 +72,10 @@ static int child(const char *dir)
 			setenv("OTELPROF_SPILL_DIR", dir, 1);
 		else
 			unsetenv("OTELPROF_SPILL_DIR");
+		otelprof_set_log(on_log, NULL, OTELPROF_LOG_DEBUG);
 		t = op_spill_alloc(LEN);
 		if (!t)
-			_exit(1);
+			_exit(NONE | (warned ? WARNED : 0));
 		for (size_t i = 0; i < n; i++)
 			bad |= t[i] != 0; /* zeroed */
 		for (size_t i = 0; i < n; i++)
@@ -69,7 +88,7 @@ static int child(const char *dir)
 		for (size_t i = 0; i < n; i++)
 			bad |= t[i] != (uint32_t)(i * 2654435761u); /* and back, the same */
 		op_spill_free(t, LEN);
-		_exit(bad ? 2 : 0);
+		_exit((bad ? 2 : 0) | (warned ? WARNED : 0));
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
 		return -1;
@@ -87,12 +106,12 @@ int main(void)
 	ram = system("stat -f -c %T /var/tmp 2>/dev/null | grep -qxE 'tmpfs|ramfs'") == 0;
 	if (ram)
 		fprintf(stderr, "note: /var/tmp is in RAM here; spilling there is refused\n");
-	CHECK_EQ(child(dir), ram ? 1 : 0);
-	CHECK_EQ(child(NULL), ram ? 1 : 0); /* the default, /var/tmp */
-	CHECK_EQ(child(""), 1);		    /* none: tables stay in memory */
-	CHECK_EQ(child("/nonexistent/otelprof"), 1);
+	CHECK_EQ(child(dir), ram ? NONE | WARNED : 0);
+	CHECK_EQ(child(NULL), ram ? NONE : 0); /* the default, /var/tmp: no warning */
+	CHECK_EQ(child(""), NONE);	       /* none asked: tables stay in memory, quietly */
+	CHECK_EQ(child("/nonexistent/otelprof"), NONE | WARNED);
 	if (system("stat -f -c %T /dev/shm 2>/dev/null | grep -qx tmpfs") == 0)
-		CHECK_EQ(child("/dev/shm"), 1); /* RAM: the memory would only move */
+		CHECK_EQ(child("/dev/shm"), NONE | WARNED); /* RAM: the memory would only move */
 	else
 		fprintf(stderr, "note: /dev/shm is not tmpfs here; that case is not checked\n");
 	rmdir(dir); /* nothing left in it: the files were never linked */
