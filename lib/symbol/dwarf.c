@@ -1621,7 +1621,6 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	Dwarf_Error err = NULL;
 	Dwarf_Die cu_die;
 	size_t i, k;
-
 	struct timespec t0, t1;
 	bool opened;
 
