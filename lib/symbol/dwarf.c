@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * DWARF function, file and line for an address, with the chain of inlined functions, read
- * with libdwarf.
+ * with libdwarf (line programs: symbol/dwarf_line.c).
  *
  * Opening a file reads only the compile-unit headers and their address ranges. A CU is parsed
  * the first time an address falls in it: its line table (sorted rows) and its function tree
@@ -28,6 +28,7 @@
 
 #include "symbol/demangle.h"
 #include "symbol/dwarf.h"
+#include "symbol/dwarf_line.h"
 #include "util/log.h"
 #include "util/spill.h"
 #include "binary/file.h"
@@ -151,7 +152,11 @@ struct op_dwarf {
 	Dwarf_Obj_Access_Interface oai;
 	size_t shnum, shstrndx;
 	bool is64, msb;
-	size_t handle_bytes;		/* section bytes loaded through the open handle */
+	size_t handle_bytes; /* section bytes loaded through the open handle */
+	/* .debug_line as the open handle loaded it (we decode line programs ourselves) */
+	size_t line_index;
+	const uint8_t *line_sec;
+	size_t line_size;
 	uint64_t handle_used_ns;	/* last use of the open handle */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
@@ -725,6 +730,8 @@ static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section
 	out->type = sh.sh_type;
 	out->size = sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
 	out->name = name ? name : "";
+	if (name && strcmp(name, ".debug_line") == 0)
+		d->line_index = index;
 	out->link = sh.sh_link;
 	out->info = sh.sh_info;
 	out->entrysize = sh.sh_entsize;
@@ -790,6 +797,10 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	*data = ed->d_buf;
 	size = ed->d_size;
 count:
+	if (index == d->line_index) {
+		d->line_sec = *data;
+		d->line_size = size;
+	}
 	/*
 	 * the sections a handle reads stand for its libdwarf state (roughly proportional), kept
 	 * copies included: they bound the handles, the inflated budget bounds the copies
@@ -864,6 +875,8 @@ static void handle_finish(struct op_dwarf *d)
 		munmap(d->map, d->map_len);
 	d->map = NULL;
 	d->handle_bytes = 0;
+	d->line_sec = NULL;
+	d->line_size = 0;
 }
 
 /*
@@ -985,9 +998,23 @@ static Elf *map_elf(struct op_dwarf *d)
 	return elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
 }
 
+/*
+ * libdwarf records every allocation it hands out in a search tree so that dwarf_finish() can
+ * free what its caller did not: a quarter of a CU parse's time. We free what we are given
+ * (DIEs, attributes, errors, range lists, file lists; the strings of dwarf_formstring and
+ * dwarf_diename point into sections and are never freed), so the tracking goes. The flag is
+ * libdwarf's, process-wide: lib/runtime/golabels frees what it is given too.
+ */
+static void untracked(void)
+{
+	dwarf_set_de_alloc_flag(0);
+}
+
 /* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
 static bool handle_get(struct op_dwarf *d)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
 	Dwarf_Error err = NULL;
 	GElf_Ehdr eh;
 	int res;
@@ -1008,6 +1035,7 @@ static bool handle_get(struct op_dwarf *d)
 	}
 	if (d->open_failed)
 		return false;
+	pthread_once(&once, untracked);
 	d->elf = map_elf(d);
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
 	    elf_getshdrnum(d->elf, &d->shnum) != 0)
@@ -1241,15 +1269,22 @@ void op_dwarf_set_budget(struct op_dwarf *d, size_t bytes)
 
 /* ---------------------------------------------------------------- CU parsing */
 
-static const char *cu_file(const struct dcu *cu, Dwarf_Unsigned idx)
+/* File @idx of @cu in a table of DWARF @version */
+static const char *file_at(const struct dcu *cu, unsigned version, uint64_t idx)
 {
 	/* DWARF 5 numbers files from 0, earlier versions from 1 */
-	if (cu->version < 5) {
+	if (version < 5) {
 		if (idx == 0)
 			return NULL;
 		idx--;
 	}
 	return idx < cu->n_files ? cu->files[idx] : NULL;
+}
+
+/* A file by a DIE's index (DW_AT_call_file, DW_AT_decl_file) */
+static const char *cu_file(const struct dcu *cu, Dwarf_Unsigned idx)
+{
+	return file_at(cu, cu->version, idx);
 }
 
 static int line_cmp(const void *a, const void *b)
@@ -1285,8 +1320,8 @@ static bool file0_is_placeholder(struct op_dwarf *d, const struct dcu *cu, Dwarf
 		drop_err(d->dbg, &err);
 		return false;
 	}
+	/* the name points into the section: not ours to free */
 	res = strcmp(base_name(cu->files[0]), base_name(name)) != 0;
-	dwarf_dealloc(d->dbg, name, DW_DLA_STRING);
 	return res;
 }
 
@@ -1338,20 +1373,47 @@ static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
 	cu->n_lines = m;
 }
 
+struct line_ctx {
+	struct dcu *cu;
+	struct dline *rows;
+	size_t n, cap;
+	unsigned version;
+	bool file0_bogus;
+};
+
+static int add_row(void *ctx, const struct op_line_row *row)
+{
+	struct line_ctx *lc = ctx;
+	struct dcu *cu = lc->cu;
+	struct dline *l;
+	uint64_t fno = row->file;
+
+	if (grow((void **)&lc->rows, &lc->cap, lc->n, sizeof(*lc->rows)))
+		return -ENOMEM;
+	l = &lc->rows[lc->n];
+	if (fno == 0 && lc->file0_bogus)
+		fno = 1;
+	l->addr = row->addr;
+	/* file index: the line program's version decides 0- or 1-based */
+	l->file = row->end_sequence ? NULL : file_at(cu, lc->version, fno);
+	l->line = row->end_sequence ? 0 : row->line;
+	/* end-of-sequence rows sort before a sequence starting at the same address */
+	l->order = row->end_sequence ? 0 : (uint32_t)lc->n + 1;
+	lc->n++;
+	return 0;
+}
+
 static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 {
 	Dwarf_Error err = NULL;
-	Dwarf_Line_Context lc = NULL;
-	Dwarf_Unsigned lver;
-	Dwarf_Small tc;
-	Dwarf_Line *lines;
-	Dwarf_Signed nl = 0, i;
+	Dwarf_Signed nf = 0, i;
+	Dwarf_Unsigned stmt;
+	Dwarf_Off stmt_off;
 	char **files = NULL;
-	Dwarf_Signed nf = 0;
-	bool file0_bogus;
-	struct dline *rows;
-	size_t n_rows = 0;
+	struct line_ctx lc = { .cu = cu };
 
+	/* the file table (libdwarf joins directories as the version says): this also loads
+	 * .debug_line through the handle */
 	if (dwarf_srcfiles(cu_die, &files, &nf, &err) == DW_DLV_OK) {
 		cu->files = calloc((size_t)nf + 1, sizeof(*cu->files));
 		for (i = 0; i < nf; i++) {
@@ -1364,55 +1426,20 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 			cu->n_files = (size_t)nf;
 	}
 	drop_err(d->dbg, &err);
-
-	if (dwarf_srclines_b(cu_die, &lver, &tc, &lc, &err) != DW_DLV_OK) {
-		drop_err(d->dbg, &err);
+	if (!d->line_sec)
 		return;
-	}
-	if (dwarf_srclines_from_linecontext(lc, &lines, &nl, &err) != DW_DLV_OK || nl <= 0) {
-		drop_err(d->dbg, &err);
-		dwarf_srclines_dealloc_b(lc);
+	if (attr_udata(d->dbg, cu_die, DW_AT_stmt_list, &stmt))
+		stmt_off = stmt;
+	else if (!attr_ref(d->dbg, cu_die, DW_AT_stmt_list, &stmt_off))
 		return;
-	}
-	file0_bogus = lver >= 5 && file0_is_placeholder(d, cu, cu_die);
-	rows = calloc((size_t)nl, sizeof(*rows));
-	for (i = 0; rows && i < nl; i++) {
-		Dwarf_Addr a;
-		Dwarf_Unsigned ln = 0, fno = 0;
-		Dwarf_Bool es = 0;
-		struct dline *l = &rows[n_rows];
-
-		if (dwarf_lineaddr(lines[i], &a, &err) != DW_DLV_OK) {
-			drop_err(d->dbg, &err);
-			continue;
-		}
-		if (dwarf_lineendsequence(lines[i], &es, &err) != DW_DLV_OK)
-			es = 0;
-		drop_err(d->dbg, &err);
-		if (dwarf_lineno(lines[i], &ln, &err) != DW_DLV_OK)
-			ln = 0;
-		drop_err(d->dbg, &err);
-		if (dwarf_line_srcfileno(lines[i], &fno, &err) != DW_DLV_OK)
-			fno = (Dwarf_Unsigned)-1;
-		drop_err(d->dbg, &err);
-		if (fno == 0 && file0_bogus)
-			fno = 1;
-		l->addr = a;
-		/* file index: the line program's version decides 0- or 1-based */
-		l->file = es ? NULL
-			     : (lver >= 5 ? (fno < cu->n_files ? cu->files[fno] : NULL)
-					  : (fno >= 1 && fno - 1 < cu->n_files ? cu->files[fno - 1]
-									       : NULL));
-		l->line = es ? 0 : (uint32_t)(ln > UINT32_MAX ? 0 : ln);
-		/* end-of-sequence rows sort before a sequence starting at the same address */
-		l->order = es ? 0 : (uint32_t)i + 1;
-		n_rows++;
-	}
-	dwarf_srclines_dealloc_b(lc);
-	if (n_rows)
-		qsort(rows, n_rows, sizeof(*rows), line_cmp);
-	compact_rows(cu, rows, n_rows);
-	free(rows);
+	/* the file register of rows (libdwarf before 0.5 started it at 0 in DWARF 5) */
+	lc.file0_bogus = cu->version >= 5 && file0_is_placeholder(d, cu, cu_die);
+	if (op_dwarf_line_rows(d->line_sec, d->line_size, stmt_off, d->msb, &lc.version, add_row,
+			       &lc) > 0 &&
+	    lc.n)
+		qsort(lc.rows, lc.n, sizeof(*lc.rows), line_cmp);
+	compact_rows(cu, lc.rows, lc.n);
+	free(lc.rows);
 }
 
 /* Name, linkage name and declaration line, following abstract_origin and specification. */

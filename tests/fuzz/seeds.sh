@@ -10,6 +10,7 @@
 #   encode     a few builder programs (any bytes are a valid program)
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
+#   dwarfline  .debug_line of the workloads (two selector bytes, then the section)
 #   python     real line tables (co_lnotab / co_linetable) of each Python on the machine
 #   hotspot   the JDK 17 VMStructs image of tests/unit/hotspot_image.h (test_hotspot --seed)
 #   and every input that once crashed a target (tests/fuzz/regressions/)
@@ -18,7 +19,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,jitdump,v8elf,hotspot}
+mkdir -p "$dir"/{elf,cfi,dwarfline,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,jitdump,v8elf,hotspot}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -28,6 +29,14 @@ for w in "$BUILD"/workloads/*; do
 	objcopy --strip-all "$w" "$dir/cfi/$n.stripped" 2>/dev/null || true
 	# debug info only (.debug_frame without .eh_frame is the CFI compiler's other path)
 	objcopy --only-keep-debug "$w" "$dir/cfi/$n.debug" 2>/dev/null || true
+	# the first unit (selector 1) and a unit further in (selector 0x8000: offset 8192 mod
+	# the size, often mid-unit)
+	if objcopy --dump-section .debug_line="$dir/dwarfline/.$n" "$w" /dev/null 2>/dev/null &&
+		[ -s "$dir/dwarfline/.$n" ]; then
+		{ printf '\001\000'; cat "$dir/dwarfline/.$n"; } >"$dir/dwarfline/$n"
+		{ printf '\000\200'; cat "$dir/dwarfline/.$n"; } >"$dir/dwarfline/$n.mid"
+	fi
+	rm -f "$dir/dwarfline/.$n"
 done
 cp "$dir/elf/"*nofp* "$dir/cfi/" 2>/dev/null || true
 # allocator symbols: the in-process sampler (its own malloc...) and a static-free workload
