@@ -445,11 +445,18 @@ static __always_inline void send_exit_maps(struct task_struct *task)
 		return;
 	}
 	vdso = (__u64)BPF_CORE_READ(task, mm, context.vdso);
+	/*
+	 * The count lives in the record, not in a register: the verifier follows a register's
+	 * exact value through every turn of the loop (a state per count, 190 ms of the start's
+	 * verification), a value read back from the record is just bounded by the mask.
+	 */
+	e->n = 0;
 	bpf_iter_task_vma_new(&it, task, 0);
 	while ((vma = bpf_iter_task_vma_next(&it))) {
 		struct op_exit_vma *v;
 		struct file *f;
 
+		n = e->n;
 		if (n >= OP_EXIT_MAPS_MAX)
 			break;
 		f = vma->vm_file;
@@ -463,16 +470,16 @@ static __always_inline void send_exit_maps(struct task_struct *task)
 		v->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
 		v->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
 		v->pad = 0;
-		n++;
+		e->n = n + 1;
 	}
 	bpf_iter_task_vma_destroy(&it);
+	n = e->n;
 	if (!n) {
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		return;
 	}
 	e->hdr.type = OP_EV_EXIT_MAPS;
 	e->hdr.pid = task->tgid;
-	e->n = n;
 	e->pad = 0;
 	bpf_ringbuf_submit(e, wakeup_flags(false));
 }

@@ -28,7 +28,7 @@
 #define OP_UNWIND_MAX_PROCS	 16384
 /* Interpreter frames queued ahead of the native walk (two slots each), a power of two. */
 #define OP_RT_PENDING_SLOTS 64
-/* Loop frames the interp walk hands queued frames to in one program run. */
+/* Loop frames the interp walk hands queued frames to in one program run (its steps bound). */
 #define OP_RT_PENDING_ROUNDS 8
 
 struct {
@@ -77,7 +77,8 @@ struct unwind_scratch {
 	/* runtime dispatch (bpf/unwind/runtime.bpf.h) */
 	__u8 runtime;	/* enum op_runtime_kind of the mapping the walk stopped in, or 0 */
 	__u8 step_only; /* the next native frame: OP_STEP_ONLY_* */
-	__u16 pad;
+	__u8 taking;	/* walk_pending_one: handing out a queued group */
+	__u8 pad;
 	__u32 mapping;	   /* index in the process's mappings of that frame */
 	__u64 rt_state[4]; /* the runtime's own, zero at the start of each walk */
 	/*
@@ -265,7 +266,7 @@ static long take_pending_cb(__u64 index, void *arg)
 
 /*
  * One frame of the walk. A frame in a runtime's code goes to that runtime's program
- * (WALK_DISPATCH); the walk that hands out queued interpreter frames (walk_round) takes such
+ * (WALK_DISPATCH); the walk that hands out queued interpreter frames (walk_pending_one) takes such
  * frames itself when it has frames queued for them.
  */
 static long walk_one(__u64 index, void *arg)
@@ -364,21 +365,31 @@ static long walk_one(__u64 index, void *arg)
 }
 
 /*
- * One round of the walk that hands out queued interpreter frames: walk until a runtime's
- * frame; if it is a loop frame of the interpreter that queued frames, give it its group and
- * step it (no tail call), then go on with another round.
+ * One step of the walk that hands out queued interpreter frames: a native frame (walk_one)
+ * until a runtime's frame; if that is a loop frame of the interpreter that queued frames,
+ * its group, one frame per step (take_pending), then the frame is stepped (no tail call) and
+ * the walk goes on. One loop, not a loop of walks and takes: the verifier explores a loop's
+ * body until its states converge, and nested loops multiplied that (380 ms of the start's
+ * verification for this chain, against 135 ms for the plain walk).
  */
-static long walk_round(__u64 index, void *arg)
+static long walk_pending_one(__u64 index, void *arg)
 {
 	struct walk_ctx *w = arg;
 	struct unwind_scratch *s = w->s;
 
-	bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
+	if (s->taking) {
+		if (take_pending(w->t, s)) {
+			s->taking = 0;
+			s->step_only = OP_STEP_ONLY_STEP;
+		}
+		return 0;
+	}
+	if (!walk_one(index, arg))
+		return 0;
 	if (w->done != WALK_DISPATCH || s->runtime != s->pend_runtime ||
 	    s->pend_head >= s->pend_tail)
 		return 1;
-	bpf_loop(OP_RT_PENDING_SLOTS / 2, take_pending_cb, w, 0);
-	s->step_only = OP_STEP_ONLY_STEP;
+	s->taking = 1;
 	w->done = 0;
 	return 0;
 }
@@ -391,7 +402,8 @@ static __always_inline int walk_and_submit_(void *ctx, void *progs, struct walk_
 					    const bool pending)
 {
 	if (pending)
-		bpf_loop(OP_RT_PENDING_ROUNDS, walk_round, w, 0);
+		bpf_loop(OP_RT_PENDING_ROUNDS * (OP_UNWIND_FRAMES_PER_PROG + OP_RT_PENDING_SLOTS / 2),
+			 walk_pending_one, w, 0);
 	else
 		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
 	if (w->done == WALK_DISPATCH) {
@@ -431,6 +443,7 @@ static __always_inline struct unwind_scratch *unwind_begin(struct op_trace *t, _
 	s->last_mapping = -1;
 	s->runtime = 0;
 	s->step_only = 0;
+	s->taking = 0;
 	s->mapping = 0;
 	s->rt_state[0] = s->rt_state[1] = s->rt_state[2] = s->rt_state[3] = 0;
 	s->pend_runtime = 0;
