@@ -266,8 +266,8 @@ static long take_pending_cb(__u64 index, void *arg)
 
 /*
  * One frame of the walk. A frame in a runtime's code goes to that runtime's program
- * (WALK_DISPATCH); the walk that hands out queued interpreter frames (walk_pending_one) takes such
- * frames itself when it has frames queued for them.
+ * (WALK_DISPATCH); the walk that hands out queued interpreter frames (walk_pending_one) takes
+ * such frames itself when it has frames queued for them.
  */
 static long walk_one(__u64 index, void *arg)
 {
@@ -402,7 +402,8 @@ static __always_inline int walk_and_submit_(void *ctx, void *progs, struct walk_
 					    const bool pending)
 {
 	if (pending)
-		bpf_loop(OP_RT_PENDING_ROUNDS * (OP_UNWIND_FRAMES_PER_PROG + OP_RT_PENDING_SLOTS / 2),
+		bpf_loop(OP_RT_PENDING_ROUNDS *
+				 (OP_UNWIND_FRAMES_PER_PROG + OP_RT_PENDING_SLOTS / 2),
 			 walk_pending_one, w, 0);
 	else
 		bpf_loop(OP_UNWIND_FRAMES_PER_PROG, walk_one, w, 0);
