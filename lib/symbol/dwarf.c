@@ -34,6 +34,7 @@
 #include "binary/file.h"
 
 #define NONE		 UINT32_MAX
+#define LANG_C17	 0x2c /* DW_LANG_C17: DWARF 6 draft, emitted by GCC 12 for -std=c17 */
 #define MAX_ORIGIN_DEPTH 8
 #define MAX_TREE_DEPTH	 64
 #define MAX_DIES_PER_CU	 (8u << 20)
@@ -68,16 +69,23 @@
  */
 #define DEFAULT_HANDLE_IDLE_NS (30ull * 1000000000ull)
 
+/*
+ * A function or inlined call with code. A CU's parse reads its top-level functions only; a
+ * function's inner tree (inlined calls, lexical blocks) is read the first time an address
+ * falls in it (expand()): most of a CU's DIEs are inside functions no sample ever hits.
+ */
 struct dnode {
 	const char *name;	 /* display name */
 	const char *system_name; /* linkage name, else name */
 	const char *call_file;	 /* inlined: the caller's file at the call */
 	int64_t call_line;
 	int64_t decl_line;
+	Dwarf_Off die_off; /* the DIE, for expand() */
 	uint32_t parent;
-	uint32_t subtree_end;
+	uint32_t sub_first, subtree_end; /* the nodes under this one: [sub_first, subtree_end) */
 	uint32_t range_first, range_count;
 	uint16_t depth;
+	bool lazy; /* a top-level function whose inner tree is not read yet */
 };
 
 struct drange {
@@ -114,6 +122,9 @@ struct dcu {
 	uint16_t version;
 	bool parsed;
 	bool failed;
+	bool lang_c;	  /* C: no functions inside types or inside inline functions' abstract
+			     instances, so those are not walked */
+	uint64_t cu_base; /* base address for DWARF 2-4 range lists */
 	struct dnode *nodes;
 	size_t n_nodes, cap_nodes;
 	struct drange *ranges;
@@ -1492,8 +1503,8 @@ static int add_node_range(void *ctx, uint64_t lo, uint64_t hi)
 static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t parent, int depth,
 		 uint64_t cu_base);
 
-static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t parent, int depth,
-		  uint64_t cu_base)
+static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, Dwarf_Off off, uint32_t parent,
+		  int depth, uint64_t cu_base)
 {
 	Dwarf_Error err = NULL;
 	Dwarf_Half tag;
@@ -1510,12 +1521,15 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 	case DW_TAG_subprogram:
 	case DW_TAG_inlined_subroutine:
 		break;
-	case DW_TAG_lexical_block:
-	case DW_TAG_namespace:
-	case DW_TAG_module:
 	case DW_TAG_class_type:
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
+		if (cu->lang_c)
+			return; /* members only */
+				/* fall through */
+	case DW_TAG_lexical_block:
+	case DW_TAG_namespace:
+	case DW_TAG_module:
 		/* may hold inlined calls or function definitions */
 		walk(d, cu, die, parent, depth + 1, cu_base);
 		return;
@@ -1529,7 +1543,7 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 	if (n <= 0) {
 		/* declaration or abstract instance: nothing at an address, but a nested
 		 * definition (e.g. a local class's method) may still have code */
-		if (tag == DW_TAG_subprogram)
+		if (tag == DW_TAG_subprogram && !cu->lang_c)
 			walk(d, cu, die, parent, depth + 1, cu_base);
 		return;
 	}
@@ -1545,6 +1559,7 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 		Dwarf_Unsigned v;
 
 		memset(nd, 0, sizeof(*nd));
+		nd->die_off = off;
 		nd->parent = parent;
 		nd->depth = (uint16_t)(parent == NONE ? 0 : cu->nodes[parent].depth + 1);
 		nd->range_first = (uint32_t)first;
@@ -1564,8 +1579,12 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, uint32_t pa
 				nd->call_line = (int64_t)v;
 		}
 	}
-	if (depth < MAX_TREE_DEPTH)
+	/* a top-level function's inner tree waits for an address in it (expand()) */
+	if (parent == NONE)
+		cu->nodes[me].lazy = true;
+	else if (depth < MAX_TREE_DEPTH)
 		walk(d, cu, die, me, depth + 1, cu_base);
+	cu->nodes[me].sub_first = me + 1;
 	cu->nodes[me].subtree_end = (uint32_t)cu->n_nodes;
 }
 
@@ -1592,7 +1611,7 @@ static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die parent_die, uint3
 			break;
 		}
 		cu->last_off = off;
-		visit(d, cu, child, parent, depth, cu_base);
+		visit(d, cu, child, off, parent, depth, cu_base);
 		if (dwarf_siblingof_b(d->dbg, child, 1, &next, &err) != DW_DLV_OK) {
 			drop_err(d->dbg, &err);
 			dwarf_dealloc_die(child);
@@ -1649,6 +1668,7 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	Dwarf_Die cu_die;
 	size_t i, k;
 	struct timespec t0, t1;
+	Dwarf_Unsigned lang;
 	bool opened;
 
 	if (cu->parsed || cu->failed)
@@ -1666,8 +1686,12 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	}
 	cu->visited = 0;
 	cu->last_off = cu->die_off;
+	if (attr_udata(d->dbg, cu_die, DW_AT_language, &lang))
+		cu->lang_c = lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+			     lang == DW_LANG_C11 || lang == LANG_C17;
+	cu->cu_base = die_lowpc(d->dbg, cu_die);
 	parse_lines(d, cu, cu_die);
-	walk(d, cu, cu_die, NONE, 0, die_lowpc(d->dbg, cu_die));
+	walk(d, cu, cu_die, NONE, 0, cu->cu_base);
 	dwarf_dealloc_die(cu_die);
 
 	for (i = 0; i < cu->n_nodes; i++)
@@ -1700,6 +1724,37 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 		 cu->visited, cu->n_lines, cu->bytes,
 		 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
 		 opened ? " (handle opened)" : "");
+}
+
+/*
+ * Read the inner tree of top-level function @top of @cu (its nodes are appended, so they
+ * stay contiguous). Once: a tree that cannot be read now stays the function alone.
+ */
+static void expand(struct op_dwarf *d, struct dcu *cu, uint32_t top)
+{
+	Dwarf_Error err = NULL;
+	Dwarf_Die die;
+	size_t first = cu->n_nodes, first_range = cu->n_ranges, bytes;
+
+	if (!cu->nodes[top].lazy)
+		return;
+	cu->nodes[top].lazy = false;
+	if (!handle_get(d))
+		return;
+	if (dwarf_offdie_b(d->dbg, cu->nodes[top].die_off, 1, &die, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return;
+	}
+	/* the walk's order check starts at the function's own DIE */
+	cu->last_off = cu->nodes[top].die_off;
+	walk(d, cu, die, top, 1, cu->cu_base);
+	dwarf_dealloc_die(die);
+	cu->nodes[top].sub_first = (uint32_t)first;
+	cu->nodes[top].subtree_end = (uint32_t)cu->n_nodes;
+	bytes = (cu->n_nodes - first) * sizeof(*cu->nodes) +
+		(cu->n_ranges - first_range) * sizeof(*cu->ranges);
+	cu->bytes += bytes;
+	d->parsed_bytes += bytes;
 }
 
 /* ---------------------------------------------------------------- lookup */
@@ -1808,8 +1863,9 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 		out->n = 1;
 		return 1; /* caller fills in the name */
 	}
+	expand(d, cu, top);
 	best = top;
-	for (i = top + 1; i < cu->nodes[top].subtree_end; i++)
+	for (i = cu->nodes[top].sub_first; i < cu->nodes[top].subtree_end; i++)
 		if (cu->nodes[i].depth > cu->nodes[best].depth && node_has(cu, &cu->nodes[i], addr))
 			best = i;
 
