@@ -43,7 +43,7 @@ WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -D_GNU_SOURCE $(SAN_FLAGS) \
 	-Iinclude -Ilib -I. -I$(GEN) -MMD -MP
-LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
+LDLIBS := -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -ldeflate -llzma -lpthread
 # the OTLP/JSON reader (lib/profile/read_json.c) of report/diff/convert: the CLI, the shared
 # library and the tests link it; the collector's shim never pulls that object from the archive
 JSON_LDLIBS := -ljson-c

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	clang clang-format llvm lld
 	libbpf-dev bpftool
-	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev liblzma-dev libzstd-dev xz-utils
+	libelf-dev libdwarf-dev libiberty-dev zlib1g-dev libdeflate-dev liblzma-dev libzstd-dev xz-utils
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libjson-c-dev
 	chromium # the HTML report's test in a real browser (tests/integration/report_test.go)
 	pkg-config make gcc binutils elfutils

@@ -9,7 +9,7 @@ package otelprof
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../../include
-#cgo LDFLAGS: -L${SRCDIR}/../../../build -l:libotelprof.a -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -llzma -lpthread
+#cgo LDFLAGS: -L${SRCDIR}/../../../build -l:libotelprof.a -lbpf -lelf -ldwarf -liberty -lprotobuf-c -lz -ldeflate -llzma -lpthread
 #include <stdlib.h>
 #include <errno.h>
 #include "otelprof.h"
