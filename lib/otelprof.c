@@ -28,6 +28,7 @@
 #include "profile/profile.h"
 #include "sample/sampler.h"
 #include "sample/alloc.h"
+#include "symbol/dwarf.h"
 #include "symbol/ksyms.h"
 #include "symbol/perfmap.h"
 #include "symbol/symbolize.h"
@@ -2013,6 +2014,9 @@ static void *symbolizer_main(void *arg)
 		if (!got && now - last_gc > 1000000000ull) {
 			op_proctab_gc(p->procs, now, EXITED_GRACE_NS);
 			op_ksyms_idle(p->ksyms);
+			/* also when nothing is symbolized: the pages a burst of DWARF reads left
+			 * resident leave within a second, not at the next lookup */
+			op_dwarf_idle();
 			last_gc = now;
 		}
 		pthread_mutex_unlock(&p->lock);

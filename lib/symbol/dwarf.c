@@ -86,6 +86,10 @@ struct dnode {
 	uint32_t range_first, range_count;
 	uint16_t depth;
 	bool lazy; /* a top-level function whose inner tree is not read yet */
+	/* a top-level function, once expanded: the line rows of its code (rowset_for()) */
+	struct crow *rows;
+	uint32_t n_rows;
+	uint64_t rows_base; /* address of row offset 0 */
 };
 
 struct drange {
@@ -131,9 +135,15 @@ struct dcu {
 	size_t n_ranges, cap_ranges;
 	struct dtop *tops;
 	size_t n_tops;
-	struct crow *lines;
-	size_t n_lines;
-	uint64_t line_base; /* address of row offset 0 */
+	/* the line program, read for one function at a time (rowset_for()) */
+	Dwarf_Off stmt_off;
+	bool has_lines;
+	bool file0_bogus;
+	/* past ROWS_PER_FUNCTION_MAX functions read, the CU's whole table instead (below) */
+	uint32_t expanded;
+	struct crow *all_rows;
+	uint32_t n_all_rows;
+	uint64_t all_rows_base;
 	const char **files;
 	size_t n_files;
 	size_t bytes;
@@ -677,9 +687,9 @@ static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
 	/* libdeflate: whole buffers of known size, 2.4x zlib's speed (libc's .debug_info:
 	 * 5.8 MB in 8 ms against 20) */
 	dc = libdeflate_alloc_decompressor();
-	if (!dc || libdeflate_zlib_decompress(dc, (const uint8_t *)raw->d_buf + hdr,
-					      raw->d_size - hdr, z->buf, ch.ch_size,
-					      &len) != LIBDEFLATE_SUCCESS ||
+	if (!dc ||
+	    libdeflate_zlib_decompress(dc, (const uint8_t *)raw->d_buf + hdr, raw->d_size - hdr,
+				       z->buf, ch.ch_size, &len) != LIBDEFLATE_SUCCESS ||
 	    len != ch.ch_size) {
 		if (dc)
 			libdeflate_free_decompressor(dc);
@@ -827,6 +837,17 @@ count:
 		handles_bytes += size;
 	pthread_mutex_unlock(&handles_lock);
 	return DW_DLV_OK;
+}
+
+/* .debug_line through the open handle (libdwarf may not have asked for it since it opened). */
+static bool line_section(struct op_dwarf *d)
+{
+	Dwarf_Small *data;
+	int e;
+
+	if (!d->line_sec && d->dbg && d->line_index)
+		oa_load_section(d, (Dwarf_Half)d->line_index, &data, &e);
+	return d->line_sec != NULL;
 }
 
 static const Dwarf_Obj_Access_Methods oa_methods = {
@@ -1236,18 +1257,23 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 
 static void cu_clear(struct dcu *cu)
 {
+	for (size_t i = 0; i < cu->n_nodes; i++)
+		free(cu->nodes[i].rows);
+	free(cu->all_rows);
+	cu->all_rows = NULL;
+	cu->n_all_rows = 0;
+	cu->expanded = 0;
 	free(cu->nodes);
 	free(cu->ranges);
 	free(cu->tops);
-	free(cu->lines);
 	free(cu->files);
 	cu->nodes = NULL;
 	cu->ranges = NULL;
 	cu->tops = NULL;
-	cu->lines = NULL;
 	cu->files = NULL;
 	cu->n_nodes = cu->cap_nodes = cu->n_ranges = cu->cap_ranges = 0;
-	cu->n_tops = cu->n_lines = cu->n_files = 0;
+	cu->n_tops = cu->n_files = 0;
+	cu->has_lines = false;
 	cu->bytes = 0;
 	cu->parsed = false;
 }
@@ -1352,25 +1378,34 @@ static uint32_t file_slot(const struct dcu *cu, const char *file)
 	return 0;
 }
 
+/* A function's line rows, sorted, 12 bytes each relative to the lowest address. */
+struct rowset {
+	struct crow *rows;
+	uint32_t n;
+	uint64_t base;
+};
+
 /* Keep sorted @rows as 12-byte rows relative to the lowest address (rows past 4 GiB dropped). */
-static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
+static void compact_rows(const struct dcu *cu, const struct dline *rows, size_t n,
+			 struct rowset *out)
 {
 	size_t i, m = 0;
 	const char *last_file = NULL;
 	uint32_t last_slot = 0;
 
-	if (!n)
+	*out = (struct rowset){ NULL, 0, 0 };
+	if (!n || n >= UINT32_MAX)
 		return;
-	cu->lines = malloc(n * sizeof(*cu->lines));
-	if (!cu->lines)
+	out->rows = malloc((n + 1) * sizeof(*out->rows));
+	if (!out->rows)
 		return;
-	cu->line_base = rows[0].addr;
+	out->base = rows[0].addr;
 	for (i = 0; i < n; i++) {
-		struct crow *r = &cu->lines[m];
+		struct crow *r = &out->rows[m];
 
-		if (rows[i].addr - cu->line_base > UINT32_MAX)
+		if (rows[i].addr - out->base > UINT32_MAX)
 			break;
-		r->addr = (uint32_t)(rows[i].addr - cu->line_base);
+		r->addr = (uint32_t)(rows[i].addr - out->base);
 		r->line = rows[i].line;
 		if (rows[i].order == 0) {
 			r->file = ROW_END;
@@ -1385,40 +1420,93 @@ static void compact_rows(struct dcu *cu, const struct dline *rows, size_t n)
 	}
 	/* hostile: rows 4 GiB past the first; what follows the last kept row is unknown */
 	if (i < n)
-		cu->lines[m++] = (struct crow){ UINT32_MAX, 0, ROW_END };
-	cu->n_lines = m;
+		out->rows[m++] = (struct crow){ UINT32_MAX, 0, ROW_END };
+	out->n = (uint32_t)m;
 }
 
+/* Rows a function keeps: those at its addresses, and for each of its ranges the row before. */
+#define ROWSET_RANGES 8
+
 struct line_ctx {
-	struct dcu *cu;
+	const struct dcu *cu;
+	const struct drange *ranges;
+	size_t n_ranges;
 	struct dline *rows;
 	size_t n, cap;
+	uint32_t seen; /* rows of the program so far */
+	struct dline before[ROWSET_RANGES];
 	unsigned version;
-	bool file0_bogus;
 };
+
+/* Sorted order: by address, then end-of-sequence rows first, then program order. */
+static bool dline_after(const struct dline *a, const struct dline *b)
+{
+	return a->addr != b->addr ? a->addr > b->addr : a->order > b->order;
+}
 
 static int add_row(void *ctx, const struct op_line_row *row)
 {
 	struct line_ctx *lc = ctx;
-	struct dcu *cu = lc->cu;
-	struct dline *l;
+	struct dline l;
 	uint64_t fno = row->file;
+	bool keep = false;
 
+	if (fno == 0 && lc->cu->file0_bogus)
+		fno = 1;
+	l.addr = row->addr;
+	/* file index: the line program's version decides 0- or 1-based */
+	l.file = row->end_sequence ? NULL : file_at(lc->cu, lc->version, fno);
+	l.line = row->end_sequence ? 0 : row->line;
+	/* end-of-sequence rows sort before a sequence starting at the same address */
+	l.order = row->end_sequence ? 0 : ++lc->seen;
+	for (size_t i = 0; i < lc->n_ranges; i++) {
+		const struct drange *g = &lc->ranges[i];
+
+		if (l.addr >= g->lo && l.addr < g->hi) {
+			keep = true;
+		} else if (l.addr < g->lo && i < ROWSET_RANGES &&
+			   (!lc->before[i].addr || dline_after(&l, &lc->before[i]))) {
+			lc->before[i] =
+				l; /* what covers the range's first bytes, if no row there */
+		}
+	}
+	if (!keep)
+		return 0;
 	if (grow((void **)&lc->rows, &lc->cap, lc->n, sizeof(*lc->rows)))
 		return -ENOMEM;
-	l = &lc->rows[lc->n];
-	if (fno == 0 && lc->file0_bogus)
-		fno = 1;
-	l->addr = row->addr;
-	/* file index: the line program's version decides 0- or 1-based */
-	l->file = row->end_sequence ? NULL : file_at(cu, lc->version, fno);
-	l->line = row->end_sequence ? 0 : row->line;
-	/* end-of-sequence rows sort before a sequence starting at the same address */
-	l->order = row->end_sequence ? 0 : (uint32_t)lc->n + 1;
-	lc->n++;
+	lc->rows[lc->n++] = l;
 	return 0;
 }
 
+static bool line_section(struct op_dwarf *d);
+
+/*
+ * The line rows of the code at @ranges (a function's), from the CU's line program read
+ * again: a CU's whole table stays resident nowhere (python3.11's: 7 MiB). Needs the open
+ * handle.
+ */
+static void rowset_for(struct op_dwarf *d, const struct dcu *cu, const struct drange *ranges,
+		       size_t n_ranges, struct rowset *out)
+{
+	struct line_ctx lc = { .cu = cu, .ranges = ranges, .n_ranges = n_ranges };
+
+	*out = (struct rowset){ NULL, 0, 0 };
+	if (!cu->has_lines || !n_ranges || !line_section(d))
+		return;
+	if (op_dwarf_line_rows(d->line_sec, d->line_size, cu->stmt_off, d->msb, &lc.version,
+			       add_row, &lc) > 0) {
+		for (size_t i = 0; i < n_ranges && i < ROWSET_RANGES; i++)
+			if (lc.before[i].addr &&
+			    !grow((void **)&lc.rows, &lc.cap, lc.n, sizeof(*lc.rows)))
+				lc.rows[lc.n++] = lc.before[i];
+		if (lc.n)
+			qsort(lc.rows, lc.n, sizeof(*lc.rows), line_cmp);
+		compact_rows(cu, lc.rows, lc.n, out);
+	}
+	free(lc.rows);
+}
+
+/* The CU's file table and where its line program is (rows: rowset_for()). */
 static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 {
 	Dwarf_Error err = NULL;
@@ -1426,7 +1514,6 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 	Dwarf_Unsigned stmt;
 	Dwarf_Off stmt_off;
 	char **files = NULL;
-	struct line_ctx lc = { .cu = cu };
 
 	/* the file table (libdwarf joins directories as the version says): this also loads
 	 * .debug_line through the handle */
@@ -1449,13 +1536,9 @@ static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
 	else if (!attr_ref(d->dbg, cu_die, DW_AT_stmt_list, &stmt_off))
 		return;
 	/* the file register of rows (libdwarf before 0.5 started it at 0 in DWARF 5) */
-	lc.file0_bogus = cu->version >= 5 && file0_is_placeholder(d, cu, cu_die);
-	if (op_dwarf_line_rows(d->line_sec, d->line_size, stmt_off, d->msb, &lc.version, add_row,
-			       &lc) > 0 &&
-	    lc.n)
-		qsort(lc.rows, lc.n, sizeof(*lc.rows), line_cmp);
-	compact_rows(cu, lc.rows, lc.n);
-	free(lc.rows);
+	cu->file0_bogus = cu->version >= 5 && file0_is_placeholder(d, cu, cu_die);
+	cu->stmt_off = stmt_off;
+	cu->has_lines = true;
 }
 
 /* Name, linkage name and declaration line, following abstract_origin and specification. */
@@ -1719,16 +1802,58 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	if (cu->n_tops)
 		qsort(cu->tops, cu->n_tops, sizeof(*cu->tops), top_cmp);
 	cu->bytes = cu->n_nodes * sizeof(*cu->nodes) + cu->n_ranges * sizeof(*cu->ranges) +
-		    cu->n_tops * sizeof(*cu->tops) + cu->n_lines * sizeof(*cu->lines) +
-		    cu->n_files * sizeof(*cu->files);
+		    cu->n_tops * sizeof(*cu->tops) + cu->n_files * sizeof(*cu->files);
 	d->parsed_bytes += cu->bytes;
 	cu->parsed = true;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	op_debug("DWARF: parsed CU at 0x%llx of %s: %zu DIEs, %zu rows, %zu bytes kept, %.2f ms%s",
+	op_debug("DWARF: parsed CU at 0x%llx of %s: %zu DIEs, %zu functions, %zu bytes kept, "
+		 "%.2f ms%s",
 		 (unsigned long long)cu->die_off, d->f && d->f->path ? d->f->path : "?",
-		 cu->visited, cu->n_lines, cu->bytes,
+		 cu->visited, cu->n_nodes, cu->bytes,
 		 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
 		 opened ? " (handle opened)" : "");
+}
+
+/*
+ * Functions of one CU whose rows are each read from its line program; past them the whole
+ * table is read once and kept, as a CU whose functions are mostly sampled would otherwise
+ * read its program once per function.
+ */
+#define ROWS_PER_FUNCTION_MAX 16
+
+/* Rows for @top (expand()): its own, or the CU's whole table once it has read many. */
+static size_t function_rows(struct op_dwarf *d, struct dcu *cu, uint32_t top)
+{
+	static const struct drange all = { 0, UINT64_MAX };
+	struct dnode *nd = &cu->nodes[top];
+	struct rowset rs;
+	size_t freed = 0;
+
+	if (cu->all_rows)
+		return 0;
+	if (++cu->expanded <= ROWS_PER_FUNCTION_MAX) {
+		rowset_for(d, cu, &cu->ranges[nd->range_first], nd->range_count, &rs);
+		nd->rows = rs.rows;
+		nd->n_rows = rs.n;
+		nd->rows_base = rs.base;
+		return rs.n * sizeof(struct crow);
+	}
+	rowset_for(d, cu, &all, 1, &rs);
+	if (!rs.rows)
+		return 0;
+	for (size_t i = 0; i < cu->n_nodes; i++) {
+		freed += cu->nodes[i].n_rows * sizeof(struct crow);
+		free(cu->nodes[i].rows);
+		cu->nodes[i].rows = NULL;
+		cu->nodes[i].n_rows = 0;
+	}
+	cu->all_rows = rs.rows;
+	cu->n_all_rows = rs.n;
+	cu->all_rows_base = rs.base;
+	/* the caller adds what it returns; freed rows come off first */
+	cu->bytes -= freed;
+	d->parsed_bytes -= freed;
+	return rs.n * sizeof(struct crow);
 }
 
 /*
@@ -1757,7 +1882,7 @@ static void expand(struct op_dwarf *d, struct dcu *cu, uint32_t top)
 	cu->nodes[top].sub_first = (uint32_t)first;
 	cu->nodes[top].subtree_end = (uint32_t)cu->n_nodes;
 	bytes = (cu->n_nodes - first) * sizeof(*cu->nodes) +
-		(cu->n_ranges - first_range) * sizeof(*cu->ranges);
+		(cu->n_ranges - first_range) * sizeof(*cu->ranges) + function_rows(d, cu, top);
 	cu->bytes += bytes;
 	d->parsed_bytes += bytes;
 }
@@ -1784,26 +1909,27 @@ static struct dcu *find_cu(struct op_dwarf *d, uint64_t addr)
 }
 
 /* File and line of the row covering @addr; false before any row or past a sequence end. */
-static bool find_line(const struct dcu *cu, uint64_t addr, const char **file, int64_t *line)
+static bool find_line(const struct dcu *cu, const struct crow *rows, size_t n, uint64_t base,
+		      uint64_t addr, const char **file, int64_t *line)
 {
-	size_t lo = 0, hi = cu->n_lines;
+	size_t lo = 0, hi = n;
 	const struct crow *r;
 	uint64_t rel;
 
-	if (!cu->n_lines || addr < cu->line_base)
+	if (!n || addr < base)
 		return false;
-	rel = addr - cu->line_base;
+	rel = addr - base;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (cu->lines[mid].addr <= rel)
+		if (rows[mid].addr <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (!lo)
 		return false;
-	r = &cu->lines[lo - 1];
+	r = &rows[lo - 1];
 	if (r->file == ROW_END)
 		return false;
 	*file = r->file && r->file - 1 < cu->n_files ? cu->files[r->file - 1] : NULL;
@@ -1846,7 +1972,6 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 	parse_cu(d, cu);
 	if (!cu->parsed)
 		return -ENOENT;
-	line = find_line(cu, addr, &line_file, &line_no);
 
 	lo = 0;
 	hi = cu->n_tops;
@@ -1862,6 +1987,16 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 		top = cu->tops[lo - 1].node;
 	if (top == NONE) {
 		/* no function DIE here: still report file and line if the line table has it */
+		struct drange one = { addr, addr + 1 };
+		struct rowset rs = { NULL, 0, 0 };
+
+		if (cu->all_rows)
+			rs = (struct rowset){ cu->all_rows, cu->n_all_rows, cu->all_rows_base };
+		else if (handle_get(d))
+			rowset_for(d, cu, &one, 1, &rs);
+		line = find_line(cu, rs.rows, rs.n, rs.base, addr, &line_file, &line_no);
+		if (rs.rows != cu->all_rows)
+			free(rs.rows);
 		if (!line || !line_file)
 			return -ENOENT;
 		out->lines[0] = (struct op_sym_line){ .file = line_file, .line = line_no };
@@ -1869,6 +2004,13 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 		return 1; /* caller fills in the name */
 	}
 	expand(d, cu, top);
+	nd = &cu->nodes[top];
+	if (cu->all_rows)
+		line = find_line(cu, cu->all_rows, cu->n_all_rows, cu->all_rows_base, addr,
+				 &line_file, &line_no);
+	else
+		line = find_line(cu, nd->rows, nd->n_rows, nd->rows_base, addr, &line_file,
+				 &line_no);
 	best = top;
 	for (i = cu->nodes[top].sub_first; i < cu->nodes[top].subtree_end; i++)
 		if (cu->nodes[i].depth > cu->nodes[best].depth && node_has(cu, &cu->nodes[i], addr))
