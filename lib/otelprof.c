@@ -2226,7 +2226,11 @@ OTELPROF_API int otelprof_start(struct otelprof *p)
 		err = -err;
 		goto out;
 	}
+	/* named for top -H and /proc/PID/task/TID/comm (the host program's name otherwise) */
+	pthread_setname_np(p->symbolizer, "otelprof-symb");
 	err = pthread_create(&p->reader, NULL, reader_main, p);
+	if (!err)
+		pthread_setname_np(p->reader, "otelprof-reader");
 	if (err) {
 		op_sampler_detach(p->sampler);
 		atomic_store(&p->stopping, true);
