@@ -1038,7 +1038,6 @@ static Elf *map_elf(struct op_dwarf *d)
 /* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
 static bool handle_get(struct op_dwarf *d)
 {
-
 	Dwarf_Error err = NULL;
 	GElf_Ehdr eh;
 	int res;
