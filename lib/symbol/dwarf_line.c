@@ -7,66 +7,7 @@
 
 #include <string.h>
 
-struct cur {
-	const uint8_t *p, *end;
-	bool msb;
-	bool bad;
-};
-
-static uint64_t fixed(struct cur *c, unsigned n)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	if (n > 8 || (size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return 0;
-	}
-	for (i = 0; i < n; i++)
-		v |= (uint64_t)c->p[c->msb ? n - 1 - i : i] << (8 * i);
-	c->p += n;
-	return v;
-}
-
-static uint64_t uleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return v;
-}
-
-static int64_t sleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~0ull << shift;
-			return (int64_t)v;
-		}
-	}
-	c->bad = true;
-	return (int64_t)v;
-}
+#include "util/cursor.h"
 
 struct regs {
 	uint64_t addr, file;
@@ -98,7 +39,7 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 			unsigned *version_out, int (*fn)(void *ctx, const struct op_line_row *row),
 			void *ctx)
 {
-	struct cur c = { .msb = msb };
+	struct op_cursor c = { .msb = msb };
 	uint64_t len, hlen;
 	unsigned osz = 4, version, min_inst, opcode_base, line_range;
 	int line_base;
@@ -111,10 +52,10 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 		return -1;
 	c.p = sec + off;
 	c.end = sec + size;
-	len = fixed(&c, 4);
+	len = op_rd_fixed(&c, 4);
 	if (len == 0xffffffffu) {
 		osz = 8;
-		len = fixed(&c, 8);
+		len = op_rd_fixed(&c, 8);
 	} else if (len >= 0xfffffff0u) {
 		return -1;
 	}
@@ -122,27 +63,27 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 		return -1;
 	unit_end = c.p + len;
 	c.end = unit_end;
-	version = (unsigned)fixed(&c, 2);
+	version = (unsigned)op_rd_fixed(&c, 2);
 	if (c.bad || version < 2 || version > 5)
 		return -1;
 	*version_out = version;
 	if (version >= 5)
-		fixed(&c, 2); /* address_size, segment_selector_size */
-	hlen = fixed(&c, osz);
+		op_rd_fixed(&c, 2); /* address_size, segment_selector_size */
+	hlen = op_rd_fixed(&c, osz);
 	if (c.bad || hlen > (uint64_t)(c.end - c.p))
 		return -1;
 	{
 		/* the header's fields up to the opcode lengths, read within the header */
-		struct cur h = { .p = c.p, .end = c.p + hlen, .msb = msb };
+		struct op_cursor h = { .p = c.p, .end = c.p + hlen, .msb = msb };
 
 		c.p += hlen; /* the program */
-		min_inst = (unsigned)fixed(&h, 1);
+		min_inst = (unsigned)op_rd_fixed(&h, 1);
 		if (version >= 4)
-			fixed(&h, 1); /* maximum_operations_per_instruction: VLIW only */
-		fixed(&h, 1);	      /* default_is_stmt */
-		line_base = (int8_t)fixed(&h, 1);
-		line_range = (unsigned)fixed(&h, 1);
-		opcode_base = (unsigned)fixed(&h, 1);
+			op_rd_fixed(&h, 1); /* maximum_operations_per_instruction: VLIW only */
+		op_rd_fixed(&h, 1);	    /* default_is_stmt */
+		line_base = (int8_t)op_rd_fixed(&h, 1);
+		line_range = (unsigned)op_rd_fixed(&h, 1);
+		opcode_base = (unsigned)op_rd_fixed(&h, 1);
 		if (h.bad || line_range == 0 || opcode_base == 0 ||
 		    (size_t)(h.end - h.p) < opcode_base - 1)
 			return -1;
@@ -163,7 +104,7 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 			continue;
 		}
 		if (op == 0) {
-			uint64_t elen = uleb(&c);
+			uint64_t elen = op_rd_uleb(&c);
 			const uint8_t *next;
 			unsigned sub;
 
@@ -180,7 +121,7 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 			case 2: /* DW_LNE_set_address */
 				if (elen - 1 > 8)
 					return n; /* no address this wide: corrupt */
-				r.addr = fixed(&c, (unsigned)(elen - 1));
+				r.addr = op_rd_fixed(&c, (unsigned)(elen - 1));
 				break;
 			default: /* define_file, set_discriminator, vendor: skipped */
 				break;
@@ -194,19 +135,19 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 				return n;
 			break;
 		case 2: /* DW_LNS_advance_pc */
-			r.addr += (uint64_t)min_inst * uleb(&c);
+			r.addr += (uint64_t)min_inst * op_rd_uleb(&c);
 			break;
 		case 3: /* DW_LNS_advance_line */
-			r.line += (uint64_t)sleb(&c);
+			r.line += (uint64_t)op_rd_sleb(&c);
 			break;
 		case 4: /* DW_LNS_set_file */
-			r.file = uleb(&c);
+			r.file = op_rd_uleb(&c);
 			break;
 		case 8: /* DW_LNS_const_add_pc */
 			r.addr += (uint64_t)min_inst * ((255 - opcode_base) / line_range);
 			break;
 		case 9: /* DW_LNS_fixed_advance_pc */
-			r.addr += fixed(&c, 2);
+			r.addr += op_rd_fixed(&c, 2);
 			break;
 		default: {
 			/* column, negate_stmt, basic_block, prologue/epilogue, isa, and opcodes
@@ -214,7 +155,7 @@ long op_dwarf_line_rows(const uint8_t *sec, size_t size, uint64_t off, bool msb,
 			unsigned k;
 
 			for (k = 0; k < std_len[op - 1] && !c.bad; k++)
-				uleb(&c);
+				op_rd_uleb(&c);
 			break;
 		}
 		}

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "unwind/cfi.h"
+#include "util/cursor.h"
 #include "binary/gopclntab.h"
 
 /* DW_EH_PE_* pointer encodings */
@@ -53,66 +54,6 @@
 
 #define MAX_REMEMBER 16
 
-struct cursor {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint64_t rd_n(struct cursor *c, size_t n)
-{
-	uint64_t v = 0;
-
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		c->p = c->end;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)c->p[i] << (8 * i);
-	c->p += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct cursor *c)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static int64_t rd_sleb(struct cursor *c)
-{
-	int64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b = 0;
-
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (shift < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80)) {
-			/* sign-extend in unsigned arithmetic: 1 << 63 would overflow int64_t */
-			if (shift < 64 && (b & 0x40))
-				v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
-			return v;
-		}
-	}
-	c->bad = true;
-	return 0;
-}
-
 /* A section's bytes and the address they are loaded at (for pc-relative pointers). */
 struct section {
 	const uint8_t *data;
@@ -121,7 +62,7 @@ struct section {
 };
 
 /* Read a pointer in encoding @enc at the cursor, which lies inside @sec. */
-static uint64_t rd_encoded(struct cursor *c, uint8_t enc, const struct section *sec,
+static uint64_t rd_encoded(struct op_cursor *c, uint8_t enc, const struct section *sec,
 			   uint64_t datarel_base)
 {
 	uint64_t field = sec->addr + (uint64_t)(c->p - sec->data);
@@ -133,25 +74,25 @@ static uint64_t rd_encoded(struct cursor *c, uint8_t enc, const struct section *
 	case PE_ABSPTR:
 	case PE_UDATA8:
 	case PE_SDATA8:
-		v = rd_n(c, 8);
+		v = op_rd_fixed(c, 8);
 		break;
 	case PE_ULEB128:
-		v = rd_uleb(c);
+		v = op_rd_uleb(c);
 		break;
 	case PE_UDATA2:
-		v = rd_n(c, 2);
+		v = op_rd_fixed(c, 2);
 		break;
 	case PE_SDATA2:
-		v = (uint64_t)(int64_t)(int16_t)rd_n(c, 2);
+		v = (uint64_t)(int64_t)(int16_t)op_rd_fixed(c, 2);
 		break;
 	case PE_UDATA4:
-		v = rd_n(c, 4);
+		v = op_rd_fixed(c, 4);
 		break;
 	case PE_SDATA4:
-		v = (uint64_t)(int64_t)(int32_t)rd_n(c, 4);
+		v = (uint64_t)(int64_t)(int32_t)op_rd_fixed(c, 4);
 		break;
 	case PE_SLEB128:
-		v = (uint64_t)rd_sleb(c);
+		v = (uint64_t)op_rd_sleb(c);
 		break;
 	default:
 		c->bad = true;
@@ -407,7 +348,7 @@ struct expr_op {
 /* Decode up to @max ops; returns how many, or -1 for an opcode outside the known set. */
 static int decode_expr(const uint8_t *p, size_t len, struct expr_op *ops, int max)
 {
-	struct cursor c = { p, p + len, false };
+	struct op_cursor c = { p, p + len };
 	int n = 0;
 
 	while (c.p < c.end) {
@@ -418,9 +359,9 @@ static int decode_expr(const uint8_t *p, size_t len, struct expr_op *ops, int ma
 		ops[n].op = op;
 		ops[n].arg = 0;
 		if (op >= OP_BREG0 && op <= OP_BREG31)
-			ops[n].arg = rd_sleb(&c);
+			ops[n].arg = op_rd_sleb(&c);
 		else if (op == OP_PLUS_UCONST)
-			ops[n].arg = (int64_t)rd_uleb(&c);
+			ops[n].arg = (int64_t)op_rd_uleb(&c);
 		else if (!(op >= OP_LIT0 && op <= OP_LIT31) && op != OP_DEREF && op != OP_AND &&
 			 op != OP_PLUS && op != OP_SHL && op != OP_GE)
 			return -1;
@@ -582,7 +523,7 @@ static int64_t scaled(int64_t v, int64_t align)
 
 static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 {
-	struct cursor c = { p, end, false };
+	struct op_cursor c = { p, end };
 	const struct cie *cie = x->cie;
 
 	while (c.p < c.end && !c.bad) {
@@ -597,7 +538,7 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			continue;
 		}
 		if (hi == 0x80) { /* DW_CFA_offset */
-			off = scaled((int64_t)rd_uleb(&c), cie->data_align);
+			off = scaled((int64_t)op_rd_uleb(&c), cie->data_align);
 			if ((rr = track(x, lo)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			continue;
@@ -616,25 +557,25 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			if (x->sec)
 				advance(x, rd_encoded(&c, cie->fde_enc, x->sec, 0));
 			else
-				advance(x, rd_n(&c, cie->addr_size));
+				advance(x, op_rd_fixed(&c, cie->addr_size));
 			break;
 		case 0x02: /* advance_loc1 */
-			advance(x, x->loc + rd_n(&c, 1) * cie->code_align);
+			advance(x, x->loc + op_rd_fixed(&c, 1) * cie->code_align);
 			break;
 		case 0x03: /* advance_loc2 */
-			advance(x, x->loc + rd_n(&c, 2) * cie->code_align);
+			advance(x, x->loc + op_rd_fixed(&c, 2) * cie->code_align);
 			break;
 		case 0x04: /* advance_loc4 */
-			advance(x, x->loc + rd_n(&c, 4) * cie->code_align);
+			advance(x, x->loc + op_rd_fixed(&c, 4) * cie->code_align);
 			break;
 		case 0x05: /* offset_extended */
-			reg = rd_uleb(&c);
-			off = scaled((int64_t)rd_uleb(&c), cie->data_align);
+			reg = op_rd_uleb(&c);
+			off = scaled((int64_t)op_rd_uleb(&c), cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
 		case 0x06: /* restore_extended */
-			reg = rd_uleb(&c);
+			reg = op_rd_uleb(&c);
 			if (reg == OP_DWARF_RBP)
 				x->st.rbp = x->init.rbp;
 			else if (reg == cie->ra_reg)
@@ -642,13 +583,13 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			break;
 		case 0x07: /* undefined */
 		case 0x08: /* same_value */
-			reg = rd_uleb(&c);
+			reg = op_rd_uleb(&c);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = op == 0x07 ? RK_UNDEF : RK_SAME };
 			break;
 		case 0x09: /* register */
-			reg = rd_uleb(&c);
-			off = (int64_t)rd_uleb(&c);
+			reg = op_rd_uleb(&c);
+			off = (int64_t)op_rd_uleb(&c);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_REGISTER, .off = off };
 			break;
@@ -663,19 +604,19 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			x->st = x->stack[--x->depth];
 			break;
 		case 0x0c: /* def_cfa */
-			x->st.cfa.reg = (uint32_t)rd_uleb(&c);
-			x->st.cfa.off = (int64_t)rd_uleb(&c);
+			x->st.cfa.reg = (uint32_t)op_rd_uleb(&c);
+			x->st.cfa.off = (int64_t)op_rd_uleb(&c);
 			x->st.cfa.expr_form = false;
 			break;
 		case 0x0d: /* def_cfa_register */
-			x->st.cfa.reg = (uint32_t)rd_uleb(&c);
+			x->st.cfa.reg = (uint32_t)op_rd_uleb(&c);
 			x->st.cfa.expr_form = false;
 			break;
 		case 0x0e: /* def_cfa_offset */
-			x->st.cfa.off = (int64_t)rd_uleb(&c);
+			x->st.cfa.off = (int64_t)op_rd_uleb(&c);
 			break;
 		case 0x0f: /* def_cfa_expression */
-			len = rd_uleb(&c);
+			len = op_rd_uleb(&c);
 			if (len > (uint64_t)(c.end - c.p))
 				return -EINVAL;
 			x->st.cfa = (struct cfa_rule){ .expr_form = true,
@@ -685,8 +626,8 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			break;
 		case 0x10: /* expression */
 		case 0x16: /* val_expression */
-			reg = rd_uleb(&c);
-			len = rd_uleb(&c);
+			reg = op_rd_uleb(&c);
+			len = op_rd_uleb(&c);
 			if (len > (uint64_t)(c.end - c.p))
 				return -EINVAL;
 			if ((rr = track(x, reg)))
@@ -696,33 +637,33 @@ static int run_program(struct cfi_exec *x, const uint8_t *p, const uint8_t *end)
 			c.p += len;
 			break;
 		case 0x11: /* offset_extended_sf */
-			reg = rd_uleb(&c);
-			off = scaled(rd_sleb(&c), cie->data_align);
+			reg = op_rd_uleb(&c);
+			off = scaled(op_rd_sleb(&c), cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
 		case 0x12: /* def_cfa_sf */
-			x->st.cfa.reg = (uint32_t)rd_uleb(&c);
-			x->st.cfa.off = scaled(rd_sleb(&c), cie->data_align);
+			x->st.cfa.reg = (uint32_t)op_rd_uleb(&c);
+			x->st.cfa.off = scaled(op_rd_sleb(&c), cie->data_align);
 			x->st.cfa.expr_form = false;
 			break;
 		case 0x13: /* def_cfa_offset_sf */
-			x->st.cfa.off = scaled(rd_sleb(&c), cie->data_align);
+			x->st.cfa.off = scaled(op_rd_sleb(&c), cie->data_align);
 			break;
 		case 0x14: /* val_offset */
 		case 0x15: /* val_offset_sf */
-			reg = rd_uleb(&c);
-			off = scaled(op == 0x14 ? (int64_t)rd_uleb(&c) : rd_sleb(&c),
+			reg = op_rd_uleb(&c);
+			off = scaled(op == 0x14 ? (int64_t)op_rd_uleb(&c) : op_rd_sleb(&c),
 				     cie->data_align);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_VAL_OFFSET, .off = off };
 			break;
 		case 0x2e: /* GNU_args_size */
-			rd_uleb(&c);
+			op_rd_uleb(&c);
 			break;
 		case 0x2f: /* GNU_negative_offset_extended */
-			reg = rd_uleb(&c);
-			off = scaled(scaled((int64_t)rd_uleb(&c), cie->data_align), -1);
+			reg = op_rd_uleb(&c);
+			off = scaled(scaled((int64_t)op_rd_uleb(&c), cie->data_align), -1);
 			if ((rr = track(x, reg)))
 				*rr = (struct reg_rule){ .kind = RK_OFFSET, .off = off };
 			break;
@@ -786,7 +727,7 @@ static int cie_add(struct cie_map *m, const struct cie *c)
 static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uint8_t *p,
 		     const uint8_t *end, struct cie *out)
 {
-	struct cursor c = { p, end, false };
+	struct op_cursor c = { p, end };
 	const char *aug;
 	uint8_t version;
 
@@ -794,7 +735,7 @@ static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uin
 	out->offset = off;
 	out->fde_enc = PE_ABSPTR;
 	out->addr_size = 8;
-	version = (uint8_t)rd_n(&c, 1);
+	version = (uint8_t)op_rd_fixed(&c, 1);
 	if (version != 1 && version != 3 && version != 4)
 		return -EINVAL;
 	aug = (const char *)c.p;
@@ -808,16 +749,16 @@ static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uin
 		return -ENOTSUP;
 	}
 	if (version == 4) {
-		out->addr_size = (uint8_t)rd_n(&c, 1);
-		rd_n(&c, 1); /* segment selector size */
+		out->addr_size = (uint8_t)op_rd_fixed(&c, 1);
+		op_rd_fixed(&c, 1); /* segment selector size */
 		if (out->addr_size != 8 && out->addr_size != 4)
 			return -EINVAL;
 	}
-	out->code_align = rd_uleb(&c);
-	out->data_align = rd_sleb(&c);
-	out->ra_reg = version == 1 ? (uint32_t)rd_n(&c, 1) : (uint32_t)rd_uleb(&c);
+	out->code_align = op_rd_uleb(&c);
+	out->data_align = op_rd_sleb(&c);
+	out->ra_reg = version == 1 ? (uint32_t)op_rd_fixed(&c, 1) : (uint32_t)op_rd_uleb(&c);
 	if (aug[0] == 'z') {
-		uint64_t len = rd_uleb(&c);
+		uint64_t len = op_rd_uleb(&c);
 		const uint8_t *aug_end = c.p + len;
 
 		if (len > (uint64_t)(c.end - c.p))
@@ -828,13 +769,13 @@ static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uin
 
 			switch (*a) {
 			case 'R':
-				out->fde_enc = (uint8_t)rd_n(&c, 1);
+				out->fde_enc = (uint8_t)op_rd_fixed(&c, 1);
 				break;
 			case 'L':
-				rd_n(&c, 1);
+				op_rd_fixed(&c, 1);
 				break;
 			case 'P':
-				enc = (uint8_t)rd_n(&c, 1);
+				enc = (uint8_t)op_rd_fixed(&c, 1);
 				rd_encoded(&c, enc & ~PE_INDIRECT, sec, 0);
 				break;
 			case 'S':
@@ -861,12 +802,12 @@ static int parse_cie(const struct section *sec, bool eh, uint64_t off, const uin
 static int compile_section(struct builder *b, const struct section *sec, bool eh, size_t *n_fdes)
 {
 	struct cie_map cies = { 0 };
-	struct cursor c = { sec->data, sec->data + sec->size, false };
+	struct op_cursor c = { sec->data, sec->data + sec->size };
 	int err = 0;
 
 	while ((size_t)(c.end - c.p) >= 4 && !b->oom) {
 		const uint8_t *entry = c.p, *body, *end;
-		uint64_t len = rd_n(&c, 4), id, id_field;
+		uint64_t len = op_rd_fixed(&c, 4), id, id_field;
 		bool dw64 = false;
 
 		if (len == 0) {
@@ -875,7 +816,7 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 			continue;
 		}
 		if (len == 0xffffffff) {
-			len = rd_n(&c, 8);
+			len = op_rd_fixed(&c, 8);
 			dw64 = true;
 		}
 		if (c.bad || len > (uint64_t)(c.end - c.p))
@@ -884,7 +825,7 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 		id_field = sec->addr + (uint64_t)(c.p - sec->data);
 		(void)id_field;
 		body = c.p;
-		id = rd_n(&c, (dw64 && !eh) ? 8 : 4);
+		id = op_rd_fixed(&c, (dw64 && !eh) ? 8 : 4);
 		if (c.bad)
 			break;
 		if (c.p > end) { /* an entry shorter than its own id field */
@@ -914,19 +855,19 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 
 		if (!cie && cie_off < sec->size) {
 			/* .debug_frame may place a CIE after its FDEs: parse it on demand */
-			struct cursor cc = { sec->data + cie_off, c.end, false };
-			uint64_t clen = rd_n(&cc, 4), cid;
+			struct op_cursor cc = { sec->data + cie_off, c.end };
+			uint64_t clen = op_rd_fixed(&cc, 4), cid;
 			bool c64 = false;
 			struct cie parsed;
 
 			if (clen == 0xffffffff) {
-				clen = rd_n(&cc, 8);
+				clen = op_rd_fixed(&cc, 8);
 				c64 = true;
 			}
 			if (!cc.bad && clen && clen <= (uint64_t)(cc.end - cc.p)) {
 				const uint8_t *cend = cc.p + clen;
 
-				cid = rd_n(&cc, (c64 && !eh) ? 8 : 4);
+				cid = op_rd_fixed(&cc, (c64 && !eh) ? 8 : 4);
 				if (!cc.bad &&
 				    (eh ? cid == 0 : cid == (c64 ? UINT64_MAX : 0xffffffffu)) &&
 				    parse_cie(sec, eh, cie_off, cc.p, cend, &parsed) == 0) {
@@ -949,13 +890,13 @@ static int compile_section(struct builder *b, const struct section *sec, bool eh
 			pc_begin = rd_encoded(&c, cie->fde_enc, sec, 0);
 			pc_range = rd_encoded(&c, cie->fde_enc & 0x0f, sec, 0);
 		} else {
-			pc_begin = rd_n(&c, cie->addr_size);
-			pc_range = rd_n(&c, cie->addr_size);
+			pc_begin = op_rd_fixed(&c, cie->addr_size);
+			pc_range = op_rd_fixed(&c, cie->addr_size);
 		}
 		if (c.p > end) /* the addresses ran past the entry */
 			c.bad = true;
 		if (cie->has_z && !c.bad) {
-			uint64_t alen = rd_uleb(&c);
+			uint64_t alen = op_rd_uleb(&c);
 
 			if (c.p > end || alen > (uint64_t)(end - c.p))
 				c.bad = true;
@@ -1203,7 +1144,7 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
 		struct section hdr;
-		struct cursor c;
+		struct op_cursor c;
 		uint64_t eh;
 		size_t avail;
 
@@ -1216,12 +1157,12 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 		hdr.size =
 			ph.p_filesz < img_size - ph.p_offset ? ph.p_filesz : img_size - ph.p_offset;
 		hdr.addr = ph.p_vaddr;
-		c = (struct cursor){ hdr.data, hdr.data + hdr.size, false };
-		if (rd_n(&c, 1) != 1) /* version */
+		c = (struct op_cursor){ hdr.data, hdr.data + hdr.size };
+		if (op_rd_fixed(&c, 1) != 1) /* version */
 			return -EINVAL;
-		uint8_t ptr_enc = (uint8_t)rd_n(&c, 1);
+		uint8_t ptr_enc = (uint8_t)op_rd_fixed(&c, 1);
 
-		rd_n(&c, 2); /* fde_count_enc, table_enc */
+		op_rd_fixed(&c, 2); /* fde_count_enc, table_enc */
 		eh = rd_encoded(&c, ptr_enc, &hdr, hdr.addr);
 		if (c.bad)
 			return -EINVAL;
