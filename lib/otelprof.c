@@ -1947,17 +1947,32 @@ static void clock_sync(struct otelprof *p)
 				   : 0;
 }
 
+/* the reader's longest sleep between batches (see reader_main) */
+#define READER_POLL_NS (250ull * 1000000ull)
+
 static void *reader_main(void *arg)
 {
 	struct otelprof *p = arg;
 
 	/*
 	 * Ordinary samples are committed without a wakeup (bpf/sampler.bpf.c): the poll returns
-	 * on its 100 ms timeout with a batch, or at once for what cannot wait (exec, a process
-	 * to load). The symbolizer is woken once per poll, not once per record.
+	 * on its timeout with a batch, at once for what cannot wait (exec, a process to load),
+	 * or when an eighth of the ring is pending. The symbolizer is woken once per poll, not
+	 * once per record. On an idle host every wakeup costs the reader and the symbolizer a
+	 * switch each, so the batch may wait 250 ms: samples reach the profile at most that
+	 * late (a report cut in between has them in the next one); stopping wakes the reader
+	 * at once (op_sampler_wake).
 	 */
 	while (!atomic_load(&p->stopping)) {
-		int n = op_sampler_poll(p->sampler, 100);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC), next = now + READER_POLL_NS;
+		int n;
+
+		if (p->prob_next_ns && p->prob_next_ns < next)
+			next = p->prob_next_ns;
+		if (p->clock_next_ns && p->clock_next_ns < next)
+			next = p->clock_next_ns;
+		n = op_sampler_poll(p->sampler,
+				    next > now ? (int)((next - now + 999999) / 1000000) : 0);
 
 		if (p->prob_next_ns && clock_ns(CLOCK_MONOTONIC) >= p->prob_next_ns)
 			prob_interval(p);
@@ -1982,6 +1997,7 @@ static void *symbolizer_main(void *arg)
 	struct otelprof *p = arg;
 	uint64_t last_gc = clock_ns(CLOCK_MONOTONIC);
 	struct op_trace *rec = malloc(sizeof(*rec));
+	bool parked = false; /* records were parked at the end of the last round */
 	size_t size;
 
 	if (!rec) {
@@ -1996,8 +2012,21 @@ static void *symbolizer_main(void *arg)
 		pthread_mutex_lock(&p->q_lock);
 		got = queue_pop(&p->queue, rec, &size);
 		if (!got) {
+			/*
+			 * The reader signals new records. Otherwise wake for parked records
+			 * (every 100 ms) or the next once-a-second clean-up, not more often: an
+			 * idle host's agent should sleep.
+			 */
+			uint64_t wait_ns = 100000000ull;
+
+			now = clock_ns(CLOCK_MONOTONIC);
+			if (!parked)
+				wait_ns = last_gc + 1000000000ull > now
+						  ? last_gc + 1000000000ull - now + 1000000ull
+						  : 1000000ull;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100000000;
+			ts.tv_sec += (time_t)(wait_ns / 1000000000ull);
+			ts.tv_nsec += (long)(wait_ns % 1000000000ull);
 			if (ts.tv_nsec >= 1000000000) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
@@ -2019,6 +2048,7 @@ static void *symbolizer_main(void *arg)
 			op_dwarf_idle();
 			last_gc = now;
 		}
+		parked = p->n_parked != 0;
 		pthread_mutex_unlock(&p->lock);
 	}
 	free(rec);
@@ -2255,6 +2285,7 @@ OTELPROF_API int otelprof_stop(struct otelprof *p)
 		op_sampler_detach(p->sampler);
 		op_alloc_probes_detach(p->alloc.probes);
 		atomic_store(&p->stopping, true);
+		op_sampler_wake(p->sampler);
 		pthread_join(p->reader, NULL);
 		pthread_mutex_lock(&p->q_lock);
 		pthread_cond_broadcast(&p->q_cond);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 #define MAX_PIDS 4096
 
 const char *prog = "otelprof";
-static volatile sig_atomic_t stop_requested;
 static int verbosity = OTELPROF_LOG_WARN;
 static int errors_logged; /* the library already said why: no second, vaguer line */
 
@@ -111,11 +111,6 @@ static void log_to_stderr(enum otelprof_log_level level, const char *msg, void *
 	fprintf(stderr, "%s: %s: %s\n", prog, names[level], msg);
 }
 
-static void on_signal(int sig)
-{
-	stop_requested = 1;
-}
-
 /* Parse a base-10 integer in [min, max]; 0 on success. */
 static int parse_num(const char *s, long min, long max, long *out)
 {
@@ -189,6 +184,7 @@ static int cmd_record(int argc, char **argv)
 	void *buf = NULL;
 	int c, fd = -1, err, rc = EXIT_RUNTIME;
 	struct timespec t0, now;
+	sigset_t stopsigs;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:F:o:f:vqh", longopts, NULL)) != -1) {
@@ -325,6 +321,16 @@ static int cmd_record(int argc, char **argv)
 		fd = STDOUT_FILENO;
 	}
 
+	/*
+	 * Ctrl-C and SIGTERM end the recording: blocked here, so the library's threads (created
+	 * from now on) inherit the mask and the main thread sleeps in sigtimedwait() until one
+	 * comes or the duration ends (no polling wakeups). One that comes while the programs
+	 * load ends the recording as soon as it starts.
+	 */
+	sigemptyset(&stopsigs);
+	sigaddset(&stopsigs, SIGINT);
+	sigaddset(&stopsigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
 	p = otelprof_open(&opts);
 	if (!p) {
 		err = errno;
@@ -334,8 +340,6 @@ static int cmd_record(int argc, char **argv)
 		rc = err == OTELPROF_ERR_OPTS ? EXIT_USAGE : EXIT_RUNTIME;
 		goto cleanup;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	err = otelprof_start(p);
 	if (err) {
 		if (!errors_logged)
@@ -349,15 +353,21 @@ static int cmd_record(int argc, char **argv)
 			opts.frequency_hz ? opts.frequency_hz : OTELPROF_DEFAULT_FREQUENCY,
 			duration ? "" : " until Ctrl-C");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!stop_requested) {
-		struct timespec tick = { 0, 50 * 1000 * 1000 };
+	for (;;) {
+		struct timespec left = { 3600, 0 };
 
-		nanosleep(&tick, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (duration &&
-		    (now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) >=
-			    duration * 1000000000L)
-			break;
+		if (duration) {
+			long ns;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			ns = duration * 1000000000L - (now.tv_sec - t0.tv_sec) * 1000000000L -
+			     (now.tv_nsec - t0.tv_nsec);
+			if (ns <= 0)
+				break;
+			left = (struct timespec){ ns / 1000000000L, ns % 1000000000L };
+		}
+		if (sigtimedwait(&stopsigs, NULL, &left) > 0)
+			break; /* EAGAIN: the duration is checked again; EINTR: likewise */
 	}
 	otelprof_stop(p);
 	otelprof_get_stats(p, &st);

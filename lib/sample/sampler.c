@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 
@@ -24,6 +26,8 @@ struct op_sampler {
 	/* the walk continuations, verified beside skel's (load_split): one instance each */
 	struct sampler_bpf *helper[2];
 	struct ring_buffer *rb;
+	/* the reader sleeps here: the ring buffer's epoll set, and wake_fd (op_sampler_wake) */
+	int wait_fd, wake_fd;
 	struct op_sampler_opts opts;
 	int *perf_fds;
 	struct bpf_link **perf_links;
@@ -433,6 +437,7 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->wait_fd = s->wake_fd = -1;
 	s->opts = *opts;
 	s->n_cpus = libbpf_num_possible_cpus();
 	if (s->n_cpus <= 0) {
@@ -506,6 +511,18 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	if (!s->rb) {
 		err = -errno;
 		op_err("cannot open the BPF ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	/* an epoll set is itself pollable: ours waits on the ring's set and on wake_fd */
+	s->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wait_fd < 0 || s->wake_fd < 0 ||
+	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rb),
+		      &(struct epoll_event){ .events = EPOLLIN }) ||
+	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, s->wake_fd,
+		      &(struct epoll_event){ .events = EPOLLIN })) {
+		err = -errno;
+		op_err("cannot set up the wait for the BPF ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 	*out = s;
@@ -651,12 +668,25 @@ void op_sampler_detach(struct op_sampler *s)
 
 int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	struct epoll_event ev[2];
+	uint64_t v;
+	int n = epoll_wait(s->wait_fd, ev, 2, timeout_ms);
 
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	if (read(s->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
 	/* records committed without a wakeup are only seen by reading the ring */
-	if (n == 0)
-		n = ring_buffer__consume(s->rb);
+	n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
+}
+
+void op_sampler_wake(struct op_sampler *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wake_fd, &one, sizeof(one)) < 0)
+		op_debug("cannot wake the reader: %s", strerror(errno));
 }
 
 void op_sampler_pause(struct op_sampler *s, bool paused)
@@ -696,6 +726,10 @@ void op_sampler_close(struct op_sampler *s)
 	if (s->perf_links && s->perf_fds)
 		op_sampler_detach(s);
 	ring_buffer__free(s->rb);
+	if (s->wait_fd >= 0)
+		close(s->wait_fd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	sampler_bpf__destroy(s->skel);
 	for (int i = 0; i < N_HELPERS; i++)
 		sampler_bpf__destroy(s->helper[i]);

@@ -59,6 +59,8 @@ void op_sampler_detach(struct op_sampler *s);
  * or < 0.
  */
 int op_sampler_poll(struct op_sampler *s, int timeout_ms);
+/* End a wait in op_sampler_poll() now (any thread). */
+void op_sampler_wake(struct op_sampler *s);
 /* Deliver every record queued now, without waiting. */
 int op_sampler_drain(struct op_sampler *s);
 /* Sum of the per-CPU counters (enum op_counter) into @out[OP_CNT_MAX]. */

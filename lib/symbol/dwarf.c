@@ -11,6 +11,7 @@
  * out live in the file's interned pool, so results stay valid while the file is referenced.
  */
 #include <errno.h>
+#include <limits.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <malloc.h>
@@ -68,6 +69,14 @@
  * the first lookup (libc, python3.11), while an open handle keeps 3-4 MiB resident.
  */
 #define DEFAULT_HANDLE_IDLE_NS (5ull * 1000000000ull)
+/*
+ * A file whose handle was opened again after an idle close keeps it twice as long each
+ * time, up to 2^HANDLE_IDLE_DOUBLINGS times: on a steady host the same few files (libc, the
+ * agent's own libraries) get a new address now and then, and closing their handles every
+ * 5 s only to read every CU header again was most of the idle symbolizer's CPU. The handle
+ * budget still bounds what stays open.
+ */
+#define HANDLE_IDLE_DOUBLINGS 6
 
 /*
  * A function or inlined call with code. A CU's parse reads its top-level functions only; a
@@ -178,7 +187,8 @@ struct op_dwarf {
 	size_t line_index;
 	const uint8_t *line_sec;
 	size_t line_size;
-	uint64_t handle_used_ns;	/* last use of the open handle */
+	uint64_t handle_used_ns;   /* last use of the open handle */
+	unsigned int handle_opens; /* times the handle was opened (see HANDLE_IDLE_DOUBLINGS) */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
 	/*
@@ -943,6 +953,14 @@ static void handles_trim(struct op_dwarf *self)
 		heap_trim();
 }
 
+/* How long @d's handle stays open unused (handles_lock held). */
+static uint64_t handle_idle_for(const struct op_dwarf *d)
+{
+	unsigned int k = d->handle_opens > 1 ? d->handle_opens - 1 : 0;
+
+	return handle_idle_ns << (k < HANDLE_IDLE_DOUBLINGS ? k : HANDLE_IDLE_DOUBLINGS);
+}
+
 void op_dwarf_idle(void)
 {
 	uint64_t now = mono_ns();
@@ -960,8 +978,8 @@ void op_dwarf_idle(void)
 	__atomic_store_n(&handles_checked_ns, now, __ATOMIC_RELAXED);
 	for (v = handles_tail; v; v = prev) {
 		prev = v->hprev;
-		if (v->handle_used_ns + handle_idle_ns > now)
-			break; /* the rest were used more recently */
+		if (v->handle_used_ns + handle_idle_for(v) > now)
+			continue;
 		if (!v->f || pthread_mutex_trylock(&v->f->lock))
 			continue;
 		handle_unlink(v);
@@ -1084,6 +1102,8 @@ static bool handle_get(struct op_dwarf *d)
 		d->dbg = NULL;
 		goto fail;
 	}
+	if (d->handle_opens < UINT_MAX)
+		d->handle_opens++;
 	pthread_mutex_lock(&handles_lock);
 	handle_push(d);
 	pthread_mutex_unlock(&handles_lock);

@@ -38,7 +38,10 @@ void op_dwarf_set_handle_budget(size_t bytes);
  * Cheap: does the work at most once a second. Call without holding any file's lock.
  */
 void op_dwarf_idle(void);
-/* How long a libdwarf instance may stay unused before op_dwarf_idle() closes it (30 s). */
+/*
+ * How long a libdwarf instance may stay unused before op_dwarf_idle() closes it (5 s); a
+ * file's instance opened again after such a close stays twice as long each time, up to 64x.
+ */
 void op_dwarf_set_handle_idle(uint64_t ns);
 /* Open libdwarf instances and the section bytes they hold, now. */
 void op_dwarf_handle_stats(size_t *open, size_t *bytes);

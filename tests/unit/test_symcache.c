@@ -267,6 +267,15 @@ int main(void)
 	CHECK(z1.reused > z0.reused);
 	op_dwarf_handle_stats(&open_handles, NULL);
 	CHECK_EQ(open_handles, 1);
+	/* opened again after an idle close: it now stays twice as long (6 s) */
+	sleep(4);
+	op_dwarf_idle();
+	op_dwarf_handle_stats(&open_handles, NULL);
+	CHECK_EQ(open_handles, 1);
+	sleep(3);
+	op_dwarf_idle();
+	op_dwarf_handle_stats(&open_handles, NULL);
+	CHECK_EQ(open_handles, 0);
 	op_file_put(f);
 	op_filecache_free(c);
 
