@@ -4,6 +4,10 @@ upstream profiler side by side in the same run, and the collector's floor.
 For each profiler (otelprof record, otelcol-otelprof, the upstream otelcol-ebpf-profiler):
   - agent CPU (% of one CPU, the process tree's schedstat over the window) at 20 Hz on an idle
     host (300 sleepers, bench_idle), at 20 Hz busy (bench_ratio on every CPU) and 999 Hz busy;
+    on the idle host also over the window after it: the bench's own process sleeps through the
+    warm-up and starts polling /proc as the first window opens, so that window holds each
+    agent's first sight of it (its maps, unwind tables, debug info) and the next one what an
+    idle host costs once everything running has been seen;
   - RSS steady (median of the second half of the idle window) and peak (VmHWM at its end);
   - time to first profile (launch -> first profile on disk; 1 s duration or reporter interval)
     while one CPU is busy (bench_ratio): on an idle host neither collector sends an empty
@@ -66,8 +70,9 @@ def _window(ctx, pid, secs, until=None):
     return cpu, rss
 
 
-def steady(ctx, prof, hz, tag, secs, warmup, workload=None):
-    """One session: (cpu %, rss steady MiB, rss peak MiB) of prof over the window."""
+def steady(ctx, prof, hz, tag, secs, warmup, workload=None, then=0):
+    """One session: (cpu %, rss steady MiB, rss peak MiB) of prof over the window, and with
+    then > 0 the cpu % over the then seconds after it (a fourth element)."""
     pre = None
     if tag == "idle":
         pre = subprocess.Popen([os.path.join(ctx["WL"], "bench_idle"), "600", str(SLEEPERS)],
@@ -86,8 +91,9 @@ def steady(ctx, prof, hz, tag, secs, warmup, workload=None):
         else:
             cpu, rss = _window(ctx, pid, secs)
         peak = ctx["tree_kb"](pid, "VmHWM") / 1024
+        after = _window(ctx, pid, then)[0] if then else None
         prof.stop()
-        return cpu, _median(rss[len(rss) // 2:]) / 1024, peak
+        return cpu, _median(rss[len(rss) // 2:]) / 1024, peak, after
     finally:
         if pre:
             pre.send_signal(signal.SIGTERM)
@@ -218,7 +224,7 @@ def run(ctx):
     profs = [ctx["profilers"][n] for n in ("upstream", "cli", "collector")
              if n in ctx["profilers"]]
     busy = [os.path.join(ctx["WL"], "bench_ratio"), str(secs), str(os.cpu_count() or 1)]
-    keys = ("idle_cpu", "busy_cpu", "busy999_cpu", "rss", "peak", "first", "storm_named",
+    keys = ("idle_cpu", "idle_next_cpu", "busy_cpu", "busy999_cpu", "rss", "peak", "first", "storm_named",
             "storm_burn", "storm_samples", "storm_peak")
     res = {p.name: {k: [] for k in keys} for p in profs}
     ratios = {}
@@ -230,8 +236,9 @@ def run(ctx):
         for p in order:
             r = res[p.name]
             log(f"cost: {p.name} idle 20 Hz")
-            s = steady(ctx, p, 20, "idle", secs, warmup)
+            s = steady(ctx, p, 20, "idle", secs, warmup, then=secs)
             r["idle_cpu"].append(s and s[0])
+            r["idle_next_cpu"].append(s and s[3])
             r["rss"].append(s and s[1])
             r["peak"].append(s and s[2])
             log(f"cost: {p.name} busy 20 Hz")
@@ -265,7 +272,8 @@ def run(ctx):
         up = per.get("upstream")
         for n in ("cli", "collector"):
             if up and n in per:
-                for k in ("idle_cpu", "busy_cpu", "busy999_cpu", "rss", "peak", "first",
+                for k in ("idle_cpu", "idle_next_cpu", "busy_cpu", "busy999_cpu", "rss",
+                          "peak", "first",
                           "storm_peak"):
                     a, b = per[n][k], up[k]
                     if a is not None and b:
@@ -276,6 +284,8 @@ def run(ctx):
                     ratios.setdefault(f"{n}/upstream rss above floor", []).append(
                         (per[n]["rss"] - fr) / (up["rss"] - fr))
     labels = [("idle_cpu", "Agent CPU, idle host, 20 Hz (% of one CPU)", "{:.2f}"),
+              ("idle_next_cpu", "Agent CPU, idle host, 20 Hz, the 10 s after (% of one CPU)",
+               "{:.2f}"),
               ("busy_cpu", "Agent CPU, busy host, 20 Hz (% of one CPU)", "{:.2f}"),
               ("busy999_cpu", "Agent CPU, busy host, 999 Hz (% of one CPU)", "{:.2f}"),
               ("rss", "RSS steady, idle host (MiB)", "{:.1f}"),
