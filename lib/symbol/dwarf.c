@@ -1582,6 +1582,22 @@ static void fn_info(struct op_dwarf *d, Dwarf_Die die, const char **name, const 
 	dwarf_dealloc_die(other);
 }
 
+/* @nd's display name, linkage (system) name and declaration line, from its DIE. */
+static void node_names(struct op_dwarf *d, struct dnode *nd, Dwarf_Die die)
+{
+	const char *name = NULL, *linkage = NULL;
+	int64_t decl_line = 0;
+
+	fn_info(d, die, &name, &linkage, &decl_line, 0);
+	nd->system_name = linkage ? linkage : name;
+	/* a mangled linkage name demangles to the qualified name; an unmangled one is an asm
+	 * label (glibc's __GI_*), where the source name reads better */
+	nd->name = linkage ? op_file_demangle(d->f, linkage) : NULL;
+	if (!nd->name || nd->name == linkage)
+		nd->name = name ? name : linkage;
+	nd->decl_line = decl_line;
+}
+
 struct node_ctx {
 	struct op_dwarf *d;
 	struct dcu *cu;
@@ -1652,8 +1668,6 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, Dwarf_Off o
 	me = (uint32_t)cu->n_nodes++;
 	{
 		struct dnode *nd = &cu->nodes[me];
-		const char *name = NULL, *linkage = NULL;
-		int64_t decl_line = 0;
 		Dwarf_Unsigned v;
 
 		memset(nd, 0, sizeof(*nd));
@@ -1662,14 +1676,6 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, Dwarf_Off o
 		nd->depth = (uint16_t)(parent == NONE ? 0 : cu->nodes[parent].depth + 1);
 		nd->range_first = (uint32_t)first;
 		nd->range_count = (uint32_t)n;
-		fn_info(d, die, &name, &linkage, &decl_line, 0);
-		nd->system_name = linkage ? linkage : name;
-		/* a mangled linkage name demangles to the qualified name; an unmangled one is
-		 * an asm label (glibc's __GI_*), where the source name reads better */
-		nd->name = linkage ? op_file_demangle(d->f, linkage) : NULL;
-		if (!nd->name || nd->name == linkage)
-			nd->name = name ? name : linkage;
-		nd->decl_line = decl_line;
 		if (tag == DW_TAG_inlined_subroutine) {
 			if (attr_udata(d->dbg, die, DW_AT_call_file, &v))
 				nd->call_file = cu_file(cu, v);
@@ -1677,11 +1683,18 @@ static void visit(struct op_dwarf *d, struct dcu *cu, Dwarf_Die die, Dwarf_Off o
 				nd->call_line = (int64_t)v;
 		}
 	}
-	/* a top-level function's inner tree waits for an address in it (expand()) */
-	if (parent == NONE)
+	/*
+	 * A top-level function's name and inner tree wait for an address in it (expand()):
+	 * most functions of a CU are never sampled, and their names (and demangling them)
+	 * were a tenth of a first lookup's time.
+	 */
+	if (parent == NONE) {
 		cu->nodes[me].lazy = true;
-	else if (depth < MAX_TREE_DEPTH)
-		walk(d, cu, die, me, depth + 1, cu_base);
+	} else {
+		node_names(d, &cu->nodes[me], die);
+		if (depth < MAX_TREE_DEPTH)
+			walk(d, cu, die, me, depth + 1, cu_base);
+	}
 	cu->nodes[me].sub_first = me + 1;
 	cu->nodes[me].subtree_end = (uint32_t)cu->n_nodes;
 }
@@ -1867,8 +1880,9 @@ static size_t function_rows(struct op_dwarf *d, struct dcu *cu, uint32_t top)
 }
 
 /*
- * Read the inner tree of top-level function @top of @cu (its nodes are appended, so they
- * stay contiguous). Once: a tree that cannot be read now stays the function alone.
+ * Read the names and inner tree of top-level function @top of @cu (its nodes are appended,
+ * so they stay contiguous). Once: a function whose DIE cannot be read now stays alone and
+ * without a DWARF name (the symbol table names it).
  */
 static void expand(struct op_dwarf *d, struct dcu *cu, uint32_t top)
 {
@@ -1885,6 +1899,7 @@ static void expand(struct op_dwarf *d, struct dcu *cu, uint32_t top)
 		drop_err(d->dbg, &err);
 		return;
 	}
+	node_names(d, &cu->nodes[top], die);
 	/* the walk's order check starts at the function's own DIE */
 	cu->last_off = cu->nodes[top].die_off;
 	walk(d, cu, die, top, 1, cu->cu_base);
