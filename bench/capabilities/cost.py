@@ -279,8 +279,9 @@ def run(ctx):
                     if a is not None and b:
                         ratios.setdefault(f"{n}/upstream {k}", []).append(a / b)
                 fr = floor["rss"][-1]
-                if fr is not None and per[n]["rss"] is not None and up["rss"] is not None \
-                        and up["rss"] > fr:
+                # the CLI is no collector: it has no Go floor under it
+                if n == "collector" and fr is not None and per[n]["rss"] is not None \
+                        and up["rss"] is not None and up["rss"] > fr:
                     ratios.setdefault(f"{n}/upstream rss above floor", []).append(
                         (per[n]["rss"] - fr) / (up["rss"] - fr))
     labels = [("idle_cpu", "Agent CPU, idle host, 20 Hz (% of one CPU)", "{:.2f}"),
