@@ -292,7 +292,7 @@ func TestLabelsGoLayoutTable(t *testing.T) {
 }
 
 // buildCustomLabels builds tests/runtime/customlabels (Rust, the custom-labels crate from
-// crates.io) into the build tree, once; skips where cargo is missing.
+// the Rust package registry) into the build tree, once; skips where cargo is missing.
 func buildCustomLabels(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("cargo"); err != nil {

@@ -10,7 +10,7 @@
  * for bpf/runtime/customlabels.bpf.h.
  *
  * Chosen over OpenTelemetry's thread-local context proposal because it exists today, is
- * documented as a stable v1 ABI, and ships for C, C++ and Rust (crates.io) and Node.
+ * documented as a stable v1 ABI, and ships for C, C++ and Rust (its package registry) and Node.
  */
 #include <errno.h>
 #include <fcntl.h>
