@@ -518,9 +518,9 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wait_fd < 0 || s->wake_fd < 0 ||
 	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rb),
-		      &(struct epoll_event){ .events = EPOLLIN }) ||
+		      &(struct epoll_event){ .events = EPOLLIN, .data.fd = -1 }) ||
 	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, s->wake_fd,
-		      &(struct epoll_event){ .events = EPOLLIN })) {
+		      &(struct epoll_event){ .events = EPOLLIN, .data.fd = s->wake_fd })) {
 		err = -errno;
 		op_err("cannot set up the wait for the BPF ring buffer: %s", strerror(errno));
 		goto fail;
@@ -674,8 +674,11 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 
 	if (n < 0 && errno != EINTR)
 		return -errno;
-	if (read(s->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
+	/* a wakeup is read only when there is one (no extra system call per batch) */
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.fd == s->wake_fd && read(s->wake_fd, &v, sizeof(v)) < 0 &&
+		    errno != EAGAIN)
+			return -errno;
 	/* records committed without a wakeup are only seen by reading the ring */
 	n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;

@@ -33,44 +33,46 @@ static inline uint64_t op_rd_fixed(struct op_cursor *c, size_t n)
 	return v;
 }
 
-static inline uint64_t op_rd_uleb(struct op_cursor *c)
+/* The bits of a LEB128 number (beyond 64 dropped), its length in bits (@shift, a multiple
+ * of 7) and its last byte; a number that runs past the end sets bad. */
+static inline uint64_t op_rd_leb_bits(struct op_cursor *c, unsigned int *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned int shift = 0;
 
+	*shift = 0;
 	while (c->p < c->end) {
 		uint8_t b = *c->p++;
 
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
+		if (!(b & 0x80)) {
+			*last = b;
 			return v;
+		}
 	}
 	c->bad = true;
 	return 0;
 }
 
+static inline uint64_t op_rd_uleb(struct op_cursor *c)
+{
+	unsigned int shift;
+	uint8_t last;
+
+	return op_rd_leb_bits(c, &shift, &last);
+}
+
 static inline int64_t op_rd_sleb(struct op_cursor *c)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
+	unsigned int shift;
+	uint8_t last = 0;
+	uint64_t v = op_rd_leb_bits(c, &shift, &last);
 
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			/* sign-extend in unsigned arithmetic: 1 << 63 would overflow int64_t */
-			if (shift < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << shift;
-			return (int64_t)v;
-		}
-	}
-	c->bad = true;
-	return 0;
+	/* sign-extend in unsigned arithmetic: 1 << 63 would overflow int64_t */
+	if (shift < 64 && (last & 0x40)) /* last stays 0 when the number ran out */
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
 }
 
 #endif
