@@ -191,6 +191,7 @@ struct op_dwarf {
 	unsigned int handle_opens; /* times the handle was opened (see HANDLE_IDLE_DOUBLINGS) */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
+	bool sections_fit; /* handle_sections_fit() passed at the first open */
 	/*
 	 * The file as the open handle reads it: our own read-only mapping (elf_memory), so that
 	 * op_dwarf_idle() can drop its pages from our resident memory between lookups; NULL when
@@ -464,6 +465,18 @@ static bool units_fit(const uint8_t *p, size_t size, bool has_offsets)
 	return true;
 }
 
+/* 1: a section of units with offset tables, 0: of plain units, -1: not one units_fit() checks */
+static int offsets_kind(const char *name)
+{
+	if (!name)
+		return -1;
+	if (!strcmp(name, ".debug_rnglists") || !strcmp(name, ".debug_loclists"))
+		return 1;
+	if (!strcmp(name, ".debug_str_offsets") || !strcmp(name, ".debug_addr"))
+		return 0;
+	return -1;
+}
+
 bool op_dwarf_sane(int fd, size_t *debug_bytes)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -480,7 +493,7 @@ bool op_dwarf_sane(int fd, size_t *debug_bytes)
 	while (ok && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
-		bool offsets;
+		int kind;
 		Elf_Data *data;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
@@ -497,11 +510,8 @@ bool op_dwarf_sane(int fd, size_t *debug_bytes)
 			else
 				*debug_bytes += sh.sh_size;
 		}
-		if (!strcmp(name, ".debug_rnglists") || !strcmp(name, ".debug_loclists"))
-			offsets = true;
-		else if (!strcmp(name, ".debug_str_offsets") || !strcmp(name, ".debug_addr"))
-			offsets = false;
-		else
+		kind = offsets_kind(name);
+		if (kind < 0)
 			continue;
 		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
 			ok = false;
@@ -511,7 +521,7 @@ bool op_dwarf_sane(int fd, size_t *debug_bytes)
 		if (!data || (data->d_size && !data->d_buf))
 			ok = false;
 		else if (data->d_size)
-			ok = units_fit(data->d_buf, data->d_size, offsets);
+			ok = units_fit(data->d_buf, data->d_size, kind == 1);
 	}
 	elf_end(elf);
 	return ok;
@@ -800,15 +810,16 @@ static Dwarf_Unsigned oa_section_count(void *obj)
 	return ((struct op_dwarf *)obj)->shnum;
 }
 
-static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
+/*
+ * Section @index of the open handle's file as plain bytes: a kept inflated copy, libelf's
+ * inflation into the handle's memory (not zlib, or no memory for a copy), or the mapping.
+ */
+static int section_data(struct op_dwarf *d, size_t index, Dwarf_Small **data, size_t *size)
 {
-	struct op_dwarf *d = obj;
 	Elf_Scn *scn = elf_getscn(d->elf, index);
 	GElf_Shdr sh;
 	Elf_Data *ed;
-	size_t size;
 
-	(void)error;
 	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 		return DW_DLV_NO_ENTRY;
 	if (sh.sh_flags & SHF_COMPRESSED) {
@@ -816,11 +827,9 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 
 		if (z) {
 			*data = z->buf;
-			size = z->size;
-			goto count;
+			*size = z->size;
+			return DW_DLV_OK;
 		}
-		/* not zlib (zstd), or no memory for the copy: libelf inflates, the handle owns it
-		 */
 		d->map_written = true;
 		if (elf_compress(scn, 0, 0) < 0)
 			return DW_DLV_NO_ENTRY;
@@ -828,11 +837,21 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	} else {
 		ed = elf_rawdata(scn, NULL);
 	}
-	if (!ed || !ed->d_buf)
+	if (!ed || (ed->d_size && !ed->d_buf))
 		return DW_DLV_NO_ENTRY;
 	*data = ed->d_buf;
-	size = ed->d_size;
-count:
+	*size = ed->d_size;
+	return DW_DLV_OK;
+}
+
+static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int *error)
+{
+	struct op_dwarf *d = obj;
+	size_t size = 0;
+
+	(void)error;
+	if (section_data(d, index, data, &size) != DW_DLV_OK || !*data)
+		return DW_DLV_NO_ENTRY;
 	if (index == d->line_index) {
 		d->line_sec = *data;
 		d->line_size = size;
@@ -847,6 +866,36 @@ count:
 		handles_bytes += size;
 	pthread_mutex_unlock(&handles_lock);
 	return DW_DLV_OK;
+}
+
+/*
+ * op_dwarf_sane() on the open handle's file, reading the sections as libdwarf will: the
+ * inflated copies made here are the ones libdwarf gets, so libc's compressed offset tables
+ * are inflated once, not a first time just to check them.
+ */
+static bool handle_sections_fit(struct op_dwarf *d)
+{
+	for (size_t i = 1; i < d->shnum; i++) {
+		Elf_Scn *scn = elf_getscn(d->elf, i);
+		Dwarf_Small *data = NULL;
+		size_t size = 0;
+		const char *name;
+		GElf_Shdr sh;
+		int kind;
+
+		if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    d->shstrndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(d->elf, d->shstrndx, sh.sh_name);
+		kind = offsets_kind(name);
+		if (kind < 0)
+			continue;
+		if (section_data(d, i, &data, &size) != DW_DLV_OK)
+			return false;
+		if (size && !units_fit(data, size, kind == 1))
+			return false;
+	}
+	return true;
 }
 
 /* .debug_line through the open handle (libdwarf may not have asked for it since it opened). */
@@ -1092,6 +1141,14 @@ static bool handle_get(struct op_dwarf *d)
 	d->oai.object = d;
 	d->oai.methods = &oa_methods;
 	d->handle_bytes = 0;
+	if (!d->sections_fit) {
+		if (!handle_sections_fit(d)) {
+			op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
+				 d->f->path ? d->f->path : "?");
+			goto fail;
+		}
+		d->sections_fit = true;
+	}
 	res = dwarf_object_init_b(&d->oai, NULL, NULL, DW_GROUPNUMBER_ANY, &d->dbg, &err);
 	if (res != DW_DLV_OK) {
 		if (res == DW_DLV_ERROR) {
@@ -1113,6 +1170,12 @@ fail:
 	if (d->elf)
 		elf_end(d->elf);
 	d->elf = NULL;
+	if (d->map)
+		munmap(d->map, d->map_len);
+	d->map = NULL;
+	pthread_mutex_lock(&handles_lock);
+	inflated_drop(d); /* made by handle_sections_fit(); nothing reads them now */
+	pthread_mutex_unlock(&handles_lock);
 	d->open_failed = true;
 	return false;
 }
@@ -1192,11 +1255,6 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 	struct idx_ctx ic;
 	int res;
 
-	if (!op_dwarf_sane(fd, NULL)) {
-		op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
-			 f->path ? f->path : "?");
-		return NULL;
-	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
