@@ -191,7 +191,6 @@ struct op_dwarf {
 	unsigned int handle_opens; /* times the handle was opened (see HANDLE_IDLE_DOUBLINGS) */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
 	bool open_failed;
-	bool sections_fit; /* handle_sections_fit() passed at the first open */
 	/*
 	 * The file as the open handle reads it: our own read-only mapping (elf_memory), so that
 	 * op_dwarf_idle() can drop its pages from our resident memory between lookups; NULL when
@@ -810,6 +809,16 @@ static Dwarf_Unsigned oa_section_count(void *obj)
 	return ((struct op_dwarf *)obj)->shnum;
 }
 
+static const char *section_name(struct op_dwarf *d, size_t index)
+{
+	Elf_Scn *scn = elf_getscn(d->elf, index);
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || d->shstrndx == SHN_UNDEF)
+		return NULL;
+	return elf_strptr(d->elf, d->shstrndx, sh.sh_name);
+}
+
 /*
  * Section @index of the open handle's file as plain bytes: a kept inflated copy, libelf's
  * inflation into the handle's memory (not zlib, or no memory for a copy), or the mapping.
@@ -848,10 +857,22 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 {
 	struct op_dwarf *d = obj;
 	size_t size = 0;
+	int kind;
 
 	(void)error;
 	if (section_data(d, index, data, &size) != DW_DLV_OK || !*data)
 		return DW_DLV_NO_ENTRY;
+	/*
+	 * op_dwarf_sane()'s check, on the bytes libdwarf gets (inflated once, and only the
+	 * sections it reads: never .debug_loclists): a section whose unit headers do not fit
+	 * is not given to it.
+	 */
+	kind = offsets_kind(section_name(d, index));
+	if (kind >= 0 && size && !units_fit(*data, size, kind == 1)) {
+		op_debug("malformed DWARF 5 unit headers in %s of %s: not read",
+			 section_name(d, index), d->f->path ? d->f->path : "?");
+		return DW_DLV_NO_ENTRY;
+	}
 	if (index == d->line_index) {
 		d->line_sec = *data;
 		d->line_size = size;
@@ -866,36 +887,6 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 		handles_bytes += size;
 	pthread_mutex_unlock(&handles_lock);
 	return DW_DLV_OK;
-}
-
-/*
- * op_dwarf_sane() on the open handle's file, reading the sections as libdwarf will: the
- * inflated copies made here are the ones libdwarf gets, so libc's compressed offset tables
- * are inflated once, not a first time just to check them.
- */
-static bool handle_sections_fit(struct op_dwarf *d)
-{
-	for (size_t i = 1; i < d->shnum; i++) {
-		Elf_Scn *scn = elf_getscn(d->elf, i);
-		Dwarf_Small *data = NULL;
-		size_t size = 0;
-		const char *name;
-		GElf_Shdr sh;
-		int kind;
-
-		if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    d->shstrndx == SHN_UNDEF)
-			continue;
-		name = elf_strptr(d->elf, d->shstrndx, sh.sh_name);
-		kind = offsets_kind(name);
-		if (kind < 0)
-			continue;
-		if (section_data(d, i, &data, &size) != DW_DLV_OK)
-			return false;
-		if (size && !units_fit(data, size, kind == 1))
-			return false;
-	}
-	return true;
 }
 
 /* .debug_line through the open handle (libdwarf may not have asked for it since it opened). */
@@ -1141,14 +1132,6 @@ static bool handle_get(struct op_dwarf *d)
 	d->oai.object = d;
 	d->oai.methods = &oa_methods;
 	d->handle_bytes = 0;
-	if (!d->sections_fit) {
-		if (!handle_sections_fit(d)) {
-			op_debug("malformed DWARF 5 section headers in %s: DWARF not used",
-				 d->f->path ? d->f->path : "?");
-			goto fail;
-		}
-		d->sections_fit = true;
-	}
 	res = dwarf_object_init_b(&d->oai, NULL, NULL, DW_GROUPNUMBER_ANY, &d->dbg, &err);
 	if (res != DW_DLV_OK) {
 		if (res == DW_DLV_ERROR) {
@@ -1174,7 +1157,7 @@ fail:
 		munmap(d->map, d->map_len);
 	d->map = NULL;
 	pthread_mutex_lock(&handles_lock);
-	inflated_drop(d); /* made by handle_sections_fit(); nothing reads them now */
+	inflated_drop(d); /* copies libdwarf made while failing to open */
 	pthread_mutex_unlock(&handles_lock);
 	d->open_failed = true;
 	return false;
