@@ -30,6 +30,16 @@
 #include "runtime/v8.bpf.h"
 #include "runtime/hotspot.bpf.h"
 
+/* @t's process's unwind tables: its own, else (between fork and exec) its parent's. */
+static __always_inline struct op_unwind_proc *unwind_proc_of(const struct op_trace *t)
+{
+	struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &t->hdr.pid);
+
+	if (!proc && t->fork_parent)
+		proc = bpf_map_lookup_elem(&unwind_procs, &t->fork_parent);
+	return proc;
+}
+
 char LICENSE[] SEC("license") = "GPL";
 
 OP_UNWIND_CHAIN(cpu, "perf_event", OP_CHAIN_CPU)
@@ -117,11 +127,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	t->n_user = 0;
 	task = bpf_get_current_task_btf();
+	t->fork_parent = forked_parent(task, t->ktime_ns);
 	read_labels(t, task);
 	if ((t->flags & OP_TRACE_KERNEL_MODE) && in_execve(task)) {
 		t->unwind_error = OTELPROF_UNWIND_IN_EXEC;
 	} else if (get_user_regs(ctx, task, &regs)) {
-		struct op_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+		struct op_unwind_proc *proc = unwind_proc_of(t);
 		struct walk_ctx w = { .t = t, .proc = proc };
 
 		if (proc && (w.s = unwind_begin(t, OP_CHAIN_CPU))) {
@@ -185,6 +196,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			t->n_kernel = n / sizeof(__u64);
 	}
 	t->n_user = 0;
+	t->fork_parent = forked_parent(prev, now);
 	read_labels(t, prev);
 	kregs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!BPF_CORE_READ(prev, mm) || !kregs ||
@@ -192,7 +204,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		t->unwind_error = OTELPROF_UNWIND_NO_USER_REGS; /* a kernel thread */
 		return submit_trace(t, false);
 	}
-	proc = bpf_map_lookup_elem(&unwind_procs, &t->hdr.pid);
+	proc = unwind_proc_of(t);
 	if (proc) {
 		struct walk_ctx w = { .t = t, .proc = proc };
 
@@ -242,9 +254,10 @@ static __always_inline int uprobe_submit(struct pt_regs *ctx, __u32 chain, void 
 	bpf_get_current_comm(t->comm, sizeof(t->comm));
 	t->n_kernel = 0;
 	t->n_user = 0;
+	t->fork_parent = forked_parent(bpf_get_current_task_btf(), now);
 	read_labels(t, bpf_get_current_task_btf());
 	/* a uprobe: the leaf is the traced function; a uretprobe: the caller, at the call site */
-	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	proc = unwind_proc_of(t);
 	if (proc) {
 		struct walk_ctx w = { .t = t, .proc = proc };
 

@@ -217,6 +217,15 @@ struct op_trace {
 	__u64 value;	    /* see enum op_trace_origin */
 	__u64 addr;	    /* alloc: the address the allocator returned */
 	__u64 mean;	    /* alloc: the mean it was sampled at; 0: the agent's own */
+	/*
+	 * A young process that has not exec'd since its fork (its first OP_FORKED_AGE_NS): the
+	 * thread-group id of its parent, whose mappings it still runs in; 0 otherwise. Its
+	 * stack is walked with the parent's unwind tables, and user space names its frames
+	 * from the parent's mappings (a child between fork and exec is often gone, or running
+	 * another program, by the time its own /proc/PID/maps could be read).
+	 */
+	__u32 fork_parent;
+	__u32 pad2;
 	__u8 comm[OP_COMM_LEN];
 	/* frames, then room for the context blob once it is moved after the last frame */
 	__u64 frames[OP_MAX_KERNEL_FRAMES + OP_MAX_USER_FRAMES + OP_CTX_SLOTS];
@@ -224,6 +233,7 @@ struct op_trace {
 };
 
 #define OP_TRACE_HDR_SIZE ((unsigned long)&((struct op_trace *)0)->frames)
+#define OP_FORKED_AGE_NS  (2ull * 1000000000ull)
 
 /* exec and exit of a thread group. */
 struct op_proc_event {

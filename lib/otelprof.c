@@ -1091,7 +1091,7 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 	size_t nk = t->n_kernel, nu = t->n_user, n = 0;
 	struct op_process_desc pd = { .pid = t->hdr.pid };
 	struct op_sample_desc sd;
-	struct op_proc *proc;
+	struct op_proc *proc, *forked = NULL;
 	char thread[OP_COMM_LEN + 1];
 
 	struct op_kv res[OP_RESOURCE_MAX_ATTRS];
@@ -1113,6 +1113,16 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 	proc = ghost_find(p, (int)t->hdr.pid);
 	if (!proc && nu)
 		proc = op_proctab_get(p->procs, t->hdr.pid);
+	/*
+	 * Between fork and exec the process runs in a copy of its parent's address space: its
+	 * native frames are named from the parent's mappings (its own, read now, may already be
+	 * another program's), and from its own where the parent's do not cover a PC.
+	 */
+	if (nu && t->fork_parent) {
+		forked = ghost_find(p, (int)t->fork_parent);
+		if (!forked)
+			forked = op_proctab_get(p->procs, t->fork_parent);
+	}
 
 	for (size_t i = off_cpu_kernel_start(p, t); i < nk; i++)
 		locs[n++] = kernel_location(p, t->frames[i]);
@@ -1121,7 +1131,9 @@ static void handle_trace_as(struct otelprof *p, const struct op_trace *t, size_t
 		unsigned int kind = OP_FRAME_KIND(slot);
 
 		if (!kind) {
-			locs[n++] = user_location(p, proc, slot, i == 0);
+			locs[n++] = user_location(
+				p, forked && op_proc_find_vma(forked, slot) ? forked : proc, slot,
+				i == 0);
 		} else if (i + 1 < nu) {
 			/* a runtime's frame: this slot and the next (bpf/types.h) */
 			const struct op_runtime *rt =

@@ -157,6 +157,27 @@ static __always_inline bool in_execve(struct task_struct *task)
 }
 
 /*
+ * @task's parent's thread-group id when @task has not exec'd since its fork (its exec count
+ * is still the one its parent had at the fork), its process is younger than OP_FORKED_AGE_NS
+ * and the parent has not exec'd since either: the child's address space is then a copy of
+ * the parent's. 0 otherwise, and for kernel threads. The age bound keeps long-lived workers
+ * (and daemons whose parent died, now children of a reaper) to their own mappings.
+ */
+static __always_inline __u32 forked_parent(struct task_struct *task, __u64 now)
+{
+	struct task_struct *parent;
+	__u64 exec_id = BPF_CORE_READ(task, parent_exec_id);
+
+	if (!BPF_CORE_READ(task, mm) || BPF_CORE_READ(task, self_exec_id) != exec_id ||
+	    now - BPF_CORE_READ(task, group_leader, start_time) > OP_FORKED_AGE_NS)
+		return 0;
+	parent = BPF_CORE_READ(task, group_leader, real_parent);
+	if (!parent || BPF_CORE_READ(parent, self_exec_id) != exec_id || !BPF_CORE_READ(parent, mm))
+		return 0;
+	return BPF_CORE_READ(parent, tgid);
+}
+
+/*
  * The interrupted task's user context: from the sample itself when it hit user mode (ctx
  * fields are read directly: the verifier rewrites those loads), else from the task's saved
  * pt_regs. False for kernel threads, which have no user context.

@@ -436,7 +436,9 @@ static __always_inline struct unwind_scratch *unwind_begin(struct op_trace *t, _
 
 	if (!s)
 		return NULL; /* not reached: a per-CPU array's elements always exist */
-	s->pid = t->hdr.pid;
+	/* whose tables (and runtime state) the walk reads: between fork and exec, the parent's */
+	s->pid = t->fork_parent && !bpf_map_lookup_elem(&unwind_procs, &t->hdr.pid) ? t->fork_parent
+										     : t->hdr.pid;
 	s->n = 0;
 	s->tail_calls = 0;
 	s->refresh = 0;

@@ -1064,7 +1064,8 @@ static bool in_anon(const struct proc_ent *p, uint64_t pc)
 bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 {
 	struct proc_ent *p;
-	int pid = (int)t->hdr.pid;
+	/* between fork and exec a process runs in its parent's mappings, with its tables */
+	int pid = (int)(t->fork_parent ? t->fork_parent : t->hdr.pid);
 
 	if (!u || t->unwind_error == OTELPROF_UNWIND_NO_USER_REGS ||
 	    t->unwind_error == OTELPROF_UNWIND_IN_EXEC)

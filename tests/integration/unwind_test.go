@@ -396,6 +396,70 @@ func TestUnwindStartedAfterProfilerNoFP(t *testing.T) {
 	}
 }
 
+// TestUnwindForkedBeforeExec: whole-system mode, a child between its fork and its exec runs
+// the parent's program in its own pid. Its samples there (pre_exec_work, 5 ms of CPU per
+// child) are named and complete: BPF walks them with the parent's unwind tables and user
+// space names them from the parent's mappings (the child's own are another program's by the
+// time they could be read). Before, they came out unnamed, or named from the exec'd image.
+func TestUnwindForkedBeforeExec(t *testing.T) {
+	requireRoot(t)
+	const preMs, childMs = 5.0, 2.0
+	var parent, children int
+	p := recordWholeSystem(t, func() {
+		cmd := exec.Command(buildPath(t, "workloads/bench_spawn"), "3",
+			strconv.FormatFloat(childMs, 'f', -1, 64), strconv.FormatFloat(preMs, 'f', -1, 64))
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		parent = cmd.Process.Pid
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("bench_spawn: %v", err)
+		}
+		for _, f := range strings.Fields(out.String()) {
+			if v, ok := strings.CutPrefix(f, "children="); ok {
+				children, _ = strconv.Atoi(v)
+			}
+		}
+	})
+	if children == 0 {
+		t.Fatalf("bench_spawn reported no children")
+	}
+	var pre, complete, wrong int64
+	pids := map[int64]bool{}
+	for _, s := range p.Sample {
+		v := s.NumLabel["pid"]
+		if len(v) == 0 || v[0] == int64(parent) {
+			continue
+		}
+		names := funcNames(s)
+		switch {
+		case contains(names, "pre_exec_work") && contains(names, "child_work"):
+			wrong += count(s) // one stack, two programs: named from the wrong image
+		case contains(names, "pre_exec_work"):
+			pre += count(s)
+			pids[v[0]] = true
+			if contains(names, "main") {
+				complete += count(s)
+			}
+		}
+	}
+	want := float64(children) * preMs / 1000 * 999
+	t.Logf("%d children x %.0f ms before exec -> %.0f samples expected; %d in pre_exec_work "+
+		"(%d complete) from %d children", children, preMs, want, pre, complete, len(pids))
+	if float64(pre) < 0.7*want {
+		t.Errorf("%d samples of forked children in pre_exec_work, want >= 70%% of %.0f "+
+			"(their CPU time before exec x 999 Hz)", pre, want)
+	}
+	if pre > 0 && complete < pre*95/100 {
+		t.Errorf("%d of %d pre_exec_work samples reach main, want >= 95%%", complete, pre)
+	}
+	if wrong > 0 {
+		t.Errorf("%d samples name both pre_exec_work and child_work", wrong)
+	}
+}
+
 // TestUnwindShortLivedChildren: whole-system mode, children that fork+exec, burn 20 ms of
 // CPU and exit are attributed to their own pid with named, complete stacks (their mappings
 // are read on exec, before they exit, however far behind symbolization is).

@@ -5,7 +5,10 @@
  * time, for SECONDS. Profilers have to discover each new process, read its mappings and
  * symbolize it before or after it is gone.
  *
- * usage: bench_spawn [SECONDS] [CHILD_MS]     (default 5 s, 20 ms)
+ * With PRE_MS, each forked child first burns PRE_MS of CPU in pre_exec_work (main ->
+ * pre_exec_work) before its exec: the parent's program, in the child's pid.
+ *
+ * usage: bench_spawn [SECONDS] [CHILD_MS] [PRE_MS]     (default 5 s, 20 ms, 0 ms)
  * prints: children=N child_cpu=S seconds=S
  */
 #define _GNU_SOURCE
@@ -28,7 +31,7 @@ static double clock_s(clockid_t id)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) void child_work(double ms)
+static void burn(double ms)
 {
 	double end = clock_s(CLOCK_PROCESS_CPUTIME_ID) + ms / 1000;
 	uint64_t x = sink;
@@ -42,9 +45,21 @@ __attribute__((noinline)) void child_work(double ms)
 	sink = x;
 }
 
+__attribute__((noinline)) void child_work(double ms)
+{
+	burn(ms);
+	__asm__ volatile("");
+}
+
+__attribute__((noinline)) void pre_exec_work(double ms)
+{
+	burn(ms);
+	__asm__ volatile("");
+}
+
 int main(int argc, char **argv)
 {
-	double seconds, end, ms;
+	double seconds, end, ms, pre_ms;
 	unsigned long children = 0;
 	int running = 0;
 	struct rusage ru;
@@ -57,6 +72,7 @@ int main(int argc, char **argv)
 	}
 	seconds = argc > 1 ? atof(argv[1]) : 5;
 	ms = argc > 2 ? atof(argv[2]) : 20;
+	pre_ms = argc > 3 ? atof(argv[3]) : 0;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		return 1;
@@ -70,6 +86,8 @@ int main(int argc, char **argv)
 			pid_t pid = fork();
 
 			if (pid == 0) {
+				if (pre_ms > 0)
+					pre_exec_work(pre_ms);
 				execl(self, self, "child", msarg, (char *)NULL);
 				_exit(127);
 			}
