@@ -578,6 +578,8 @@ static void compile_into(struct op_unwinder *u, struct file_ent *f, int fd, cons
 		f->fp = true;
 		return;
 	}
+	op_debug("unwind: table of %s compiled: %zu rows in %.1f ms", f->id,
+		 table_slots(t, &shift, &n_index), (double)(now_ns() - t0) / 1e6);
 	err = load_table(u, f, t);
 	if (err)
 		u->st.tables_full++;
