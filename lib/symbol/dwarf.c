@@ -158,6 +158,10 @@ struct dcu {
 	size_t bytes;
 };
 
+/* The sections decoded here, not by libdwarf (struct op_dwarf.own). */
+enum { OWN_LINE, OWN_LINE_STR, OWN_STR, N_OWN_SECS };
+static const char *const own_names[N_OWN_SECS] = { ".debug_line", ".debug_line_str", ".debug_str" };
+
 struct cuidx {
 	uint64_t lo, hi;
 	uint32_t cu;
@@ -183,10 +187,15 @@ struct op_dwarf {
 	size_t shnum, shstrndx;
 	bool is64, msb;
 	size_t handle_bytes; /* section bytes loaded through the open handle */
-	/* .debug_line as the open handle loaded it (we decode line programs ourselves) */
-	size_t line_index;
-	const uint8_t *line_sec;
-	size_t line_size;
+	/*
+	 * Sections we decode ourselves, as the open handle loaded them: .debug_line (line
+	 * programs and their file tables), .debug_line_str and .debug_str (file paths).
+	 */
+	struct own_sec {
+		size_t index; /* 0: the file has none */
+		const uint8_t *data;
+		size_t size;
+	} own[N_OWN_SECS];
 	uint64_t handle_used_ns;   /* last use of the open handle */
 	unsigned int handle_opens; /* times the handle was opened (see HANDLE_IDLE_DOUBLINGS) */
 	struct op_dwarf *hprev, *hnext; /* open handles, most recently used first */
@@ -775,8 +784,9 @@ static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section
 	out->type = sh.sh_type;
 	out->size = sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
 	out->name = name ? name : "";
-	if (name && strcmp(name, ".debug_line") == 0)
-		d->line_index = index;
+	for (int k = 0; name && k < N_OWN_SECS; k++)
+		if (strcmp(name, own_names[k]) == 0)
+			d->own[k].index = index;
 	out->link = sh.sh_link;
 	out->info = sh.sh_info;
 	out->entrysize = sh.sh_entsize;
@@ -857,9 +867,16 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 {
 	struct op_dwarf *d = obj;
 	size_t size = 0;
-	int kind;
+	int kind, k;
 
 	(void)error;
+	for (k = 0; k < N_OWN_SECS; k++) {
+		if (index != d->own[k].index || !d->own[k].data)
+			continue;
+		/* loaded by us before libdwarf asked (or the reverse): counted once */
+		*data = (Dwarf_Small *)d->own[k].data;
+		return DW_DLV_OK;
+	}
 	if (section_data(d, index, data, &size) != DW_DLV_OK || !*data)
 		return DW_DLV_NO_ENTRY;
 	/*
@@ -873,9 +890,11 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 			 section_name(d, index), d->f->path ? d->f->path : "?");
 		return DW_DLV_NO_ENTRY;
 	}
-	if (index == d->line_index) {
-		d->line_sec = *data;
-		d->line_size = size;
+	for (k = 0; k < N_OWN_SECS; k++) {
+		if (index == d->own[k].index) {
+			d->own[k].data = *data;
+			d->own[k].size = size;
+		}
 	}
 	/*
 	 * the sections a handle reads stand for its libdwarf state (roughly proportional), kept
@@ -889,15 +908,20 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	return DW_DLV_OK;
 }
 
-/* .debug_line through the open handle (libdwarf may not have asked for it since it opened). */
-static bool line_section(struct op_dwarf *d)
+/* Section @k of own[] through the open handle (libdwarf may never ask for it). */
+static const struct own_sec *own_section(struct op_dwarf *d, int k)
 {
 	Dwarf_Small *data;
 	int e;
 
-	if (!d->line_sec && d->dbg && d->line_index)
-		oa_load_section(d, (Dwarf_Half)d->line_index, &data, &e);
-	return d->line_sec != NULL;
+	if (!d->own[k].data && d->dbg && d->own[k].index)
+		oa_load_section(d, (Dwarf_Half)d->own[k].index, &data, &e);
+	return &d->own[k];
+}
+
+static bool line_section(struct op_dwarf *d)
+{
+	return own_section(d, OWN_LINE)->data != NULL;
 }
 
 static const Dwarf_Obj_Access_Methods oa_methods = {
@@ -962,8 +986,10 @@ static void handle_finish(struct op_dwarf *d)
 		munmap(d->map, d->map_len);
 	d->map = NULL;
 	d->handle_bytes = 0;
-	d->line_sec = NULL;
-	d->line_size = 0;
+	for (int k = 0; k < N_OWN_SECS; k++) {
+		d->own[k].data = NULL;
+		d->own[k].size = 0;
+	}
 }
 
 /*
@@ -1093,6 +1119,26 @@ static Elf *map_elf(struct op_dwarf *d)
 	return elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
 }
 
+static void libdwarf_setup_once(void)
+{
+	/*
+	 * libdwarf's allocation tracking off: with it, every allocation of an instance went
+	 * into a search tree (~80,000 nodes, 3 MiB, and a 2.4 MB hash table per open handle)
+	 * so that dwarf_finish() could free what callers lost, for 12 % of a CU parse's CPU.
+	 * Everything taken from libdwarf here is given back; the one call that leaked on a
+	 * damaged header, dwarf_srcfiles(), is replaced by our own file-table reader
+	 * (symbol/dwarf_line.c).
+	 */
+	dwarf_set_de_alloc_flag(0);
+}
+
+void op_libdwarf_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, libdwarf_setup_once);
+}
+
 /* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
 static bool handle_get(struct op_dwarf *d)
 {
@@ -1116,11 +1162,6 @@ static bool handle_get(struct op_dwarf *d)
 	}
 	if (d->open_failed)
 		return false;
-	/*
-	 * libdwarf's allocation tracking (dwarf_set_de_alloc_flag) stays on: off, a CU parse is
-	 * 12 % faster, but dwarf_srcfiles() leaks what it allocated when it fails on a damaged
-	 * line header (test_hostile under LeakSanitizer), which dwarf_finish() frees with it on.
-	 */
 	d->elf = map_elf(d);
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
 	    elf_getshdrnum(d->elf, &d->shnum) != 0)
@@ -1129,6 +1170,7 @@ static bool handle_get(struct op_dwarf *d)
 		d->shstrndx = SHN_UNDEF;
 	d->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
 	d->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	op_libdwarf_setup();
 	d->oai.object = d;
 	d->oai.methods = &oa_methods;
 	d->handle_bytes = 0;
@@ -1544,8 +1586,8 @@ static void rowset_for(struct op_dwarf *d, const struct dcu *cu, const struct dr
 	*out = (struct rowset){ NULL, 0, 0 };
 	if (!cu->has_lines || !n_ranges || !line_section(d))
 		return;
-	if (op_dwarf_line_rows(d->line_sec, d->line_size, cu->stmt_off, d->msb, &lc.version,
-			       add_row, &lc) > 0) {
+	if (op_dwarf_line_rows(d->own[OWN_LINE].data, d->own[OWN_LINE].size, cu->stmt_off, d->msb,
+			       &lc.version, add_row, &lc) > 0) {
 		for (size_t i = 0; i < n_ranges && i < ROWSET_RANGES; i++)
 			if (lc.before[i].addr &&
 			    !grow((void **)&lc.rows, &lc.cap, lc.n, sizeof(*lc.rows)))
@@ -1557,35 +1599,74 @@ static void rowset_for(struct op_dwarf *d, const struct dcu *cu, const struct dr
 	free(lc.rows);
 }
 
-/* The CU's file table and where its line program is (rows: rowset_for()). */
-static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
+struct files_ctx {
+	struct op_dwarf *d;
+	const char **files;
+	size_t n, cap;
+};
+
+static int add_file(void *ctx, const char *path)
+{
+	struct files_ctx *fc = ctx;
+
+	if (grow((void **)&fc->files, &fc->cap, fc->n, sizeof(*fc->files)))
+		return -ENOMEM;
+	fc->files[fc->n++] = op_file_intern(fc->d->f, path);
+	return 0;
+}
+
+/* The CU's DW_AT_comp_dir, pointing into libdwarf's section data (not ours to free). */
+static const char *comp_dir(struct op_dwarf *d, Dwarf_Die cu_die)
 {
 	Dwarf_Error err = NULL;
-	Dwarf_Signed nf = 0, i;
+	Dwarf_Attribute a;
+	char *s = NULL;
+
+	if (dwarf_attr(cu_die, DW_AT_comp_dir, &a, &err) != DW_DLV_OK) {
+		drop_err(d->dbg, &err);
+		return NULL;
+	}
+	if (dwarf_formstring(a, &s, &err) != DW_DLV_OK)
+		s = NULL;
+	drop_err(d->dbg, &err);
+	dwarf_dealloc_attribute(a);
+	return s;
+}
+
+/*
+ * The CU's file table (paths joined as libdwarf's dwarf_srcfiles() joins them, read by
+ * symbol/dwarf_line.c) and where its line program is (rows: rowset_for()).
+ */
+static void parse_lines(struct op_dwarf *d, struct dcu *cu, Dwarf_Die cu_die)
+{
+	struct files_ctx fc = { .d = d };
 	Dwarf_Unsigned stmt;
 	Dwarf_Off stmt_off;
-	char **files = NULL;
+	const struct own_sec *line, *line_str, *str;
+	struct op_line_strs strs;
+	long n;
 
-	/* the file table (libdwarf joins directories as the version says): this also loads
-	 * .debug_line through the handle */
-	if (dwarf_srcfiles(cu_die, &files, &nf, &err) == DW_DLV_OK) {
-		cu->files = calloc((size_t)nf + 1, sizeof(*cu->files));
-		for (i = 0; i < nf; i++) {
-			if (cu->files)
-				cu->files[i] = op_file_intern(d->f, files[i]);
-			dwarf_dealloc(d->dbg, files[i], DW_DLA_STRING);
-		}
-		dwarf_dealloc(d->dbg, files, DW_DLA_LIST);
-		if (cu->files)
-			cu->n_files = (size_t)nf;
-	}
-	drop_err(d->dbg, &err);
-	if (!d->line_sec)
-		return;
 	if (attr_udata(d->dbg, cu_die, DW_AT_stmt_list, &stmt))
 		stmt_off = stmt;
 	else if (!attr_ref(d->dbg, cu_die, DW_AT_stmt_list, &stmt_off))
 		return;
+	line = own_section(d, OWN_LINE);
+	if (!line->data)
+		return;
+	line_str = own_section(d, OWN_LINE_STR);
+	str = own_section(d, OWN_STR);
+	strs = (struct op_line_strs){ line_str->data, line_str->size, str->data, str->size };
+	n = op_dwarf_line_files(line->data, line->size, stmt_off, d->msb, &strs,
+				comp_dir(d, cu_die), add_file, &fc);
+	if (n > 0 && (size_t)n == fc.n) {
+		const char **exact = realloc(fc.files, fc.n * sizeof(*fc.files));
+
+		cu->files = exact ? exact : fc.files;
+		cu->n_files = fc.n;
+	} else {
+		/* none, malformed, or out of memory: no names rather than wrong ones */
+		free(fc.files);
+	}
 	/* the file register of rows (libdwarf before 0.5 started it at 0 in DWARF 5) */
 	cu->file0_bogus = cu->version >= 5 && file0_is_placeholder(d, cu, cu_die);
 	cu->stmt_off = stmt_off;

@@ -20,6 +20,11 @@ void op_dwarf_free(struct op_dwarf *d);
  * uncompressed size of the .debug_* sections to *@debug_bytes when non-NULL.
  */
 bool op_dwarf_sane(int fd, size_t *debug_bytes);
+/*
+ * Set up libdwarf for every instance of the process (its allocation tracking is a global):
+ * call before creating any libdwarf instance. Thread-safe; the first call does it.
+ */
+void op_libdwarf_setup(void);
 size_t op_dwarf_bytes(const struct op_dwarf *d);
 /*
  * Bound on parsed CU data (default 32 MiB); over it, the least recently used parsed CUs are

@@ -128,6 +128,7 @@ int op_golabels_layout_dwarf_fd(int fd, struct op_label_proc *out)
 
 	if (!op_dwarf_sane(fd, NULL))
 		return -EINVAL;
+	op_libdwarf_setup();
 	if (dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &dbg, &err) !=
 	    DW_DLV_OK) {
 		if (err)
