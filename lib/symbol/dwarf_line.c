@@ -248,11 +248,11 @@ static const char *rd_cstr(struct op_cursor *c)
 /* The string at @off of a string section, NULL when outside it or not terminated in it. */
 static const char *sec_str(const uint8_t *sec, size_t size, uint64_t off)
 {
-	struct op_cursor s = { .p = sec, .end = sec + size };
+	struct op_cursor s;
 
 	if (!sec || off >= size)
-		return NULL;
-	s.p += off;
+		return NULL; /* (no arithmetic on a NULL section: undefined even for + 0) */
+	s = (struct op_cursor){ .p = sec + off, .end = sec + size };
 	return rd_cstr(&s);
 }
 
