@@ -1198,6 +1198,8 @@ fail:
 	if (d->map)
 		munmap(d->map, d->map_len);
 	d->map = NULL;
+	for (int k = 0; k < N_OWN_SECS; k++)
+		d->own[k] = (struct own_sec){ d->own[k].index, NULL, 0 }; /* pointed into the map */
 	pthread_mutex_lock(&handles_lock);
 	inflated_drop(d); /* copies libdwarf made while failing to open */
 	pthread_mutex_unlock(&handles_lock);
