@@ -438,7 +438,7 @@ static __always_inline struct unwind_scratch *unwind_begin(struct op_trace *t, _
 		return NULL; /* not reached: a per-CPU array's elements always exist */
 	/* whose tables (and runtime state) the walk reads: between fork and exec, the parent's */
 	s->pid = t->fork_parent && !bpf_map_lookup_elem(&unwind_procs, &t->hdr.pid) ? t->fork_parent
-										     : t->hdr.pid;
+										    : t->hdr.pid;
 	s->n = 0;
 	s->tail_calls = 0;
 	s->refresh = 0;
