@@ -30,8 +30,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // startScript starts @bin with @args, stopped at the end of the test.
 func startScript(t *testing.T, bin string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startScriptOut(t, nil, bin, args...)
+}
+
+// startScriptOut is startScript with the script's stdout written to @out (nil: discarded).
+func startScriptOut(t *testing.T, out io.Writer, bin string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = t.TempDir()
+	cmd.Stdout = out
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -127,18 +134,8 @@ func checkTwoToOne(t *testing.T, node string, tol float64, compiled bool, extra 
 	var meter workMeter
 	pr, pw := io.Pipe()
 	go meter.follow(pr)
-	cmd := exec.Command(node, append(extra, script, "40")...)
-	cmd.Dir = t.TempDir()
-	cmd.Stdout = pw
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = pw.Close()
-	})
+	t.Cleanup(func() { _ = pw.Close() }) // runs after startScriptOut's: the script is gone
+	cmd := startScriptOut(t, pw, node, append(extra, script, "40")...)
 	time.Sleep(1500 * time.Millisecond) // warm-up: both functions optimized by then
 	h0, l0 := meter.read()
 	// 499 Hz for 8 s: on a loaded machine the script still gets >= 1000 samples, so that the
