@@ -411,6 +411,7 @@ static __always_inline void send_proc_event(__u32 type, struct task_struct *task
 {
 	struct op_proc_event e = {};
 	__u32 pid = BPF_CORE_READ(task, tgid);
+	bool early = false;
 
 	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid))
 		return;
@@ -419,7 +420,15 @@ static __always_inline void send_proc_event(__u32 type, struct task_struct *task
 	e.tid = BPF_CORE_READ(task, pid);
 	e.ktime_ns = bpf_ktime_get_ns();
 	BPF_CORE_READ_STR_INTO(&e.comm, task, comm);
-	if (bpf_ringbuf_output(&events, &e, sizeof(e), wakeup_flags(type == OP_EV_EXEC)))
+	if (type == OP_EV_EXEC) {
+		/* the early notice wakes the reader; the one in order need not, unless it is alone */
+		e.hdr.type = OP_EV_EXEC_EARLY;
+		early = !bpf_ringbuf_output(&exec_events, &e, sizeof(e), BPF_RB_FORCE_WAKEUP);
+		e.hdr.type = type;
+		/* the previous program's mappings are no map for this one's walks */
+		bpf_map_delete_elem(&unwind_procs, &pid);
+	}
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), wakeup_flags(type == OP_EV_EXEC && !early)))
 		count(OP_CNT_LOST);
 }
 

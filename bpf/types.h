@@ -63,6 +63,11 @@ enum op_event_type {
 	OP_EV_OFFCPU_END = 4, /* struct op_offcpu_end: a thread that left the CPU is back */
 	OP_EV_ALLOC_FREE = 5, /* struct op_alloc_free: a sampled allocation was freed */
 	OP_EV_EXIT_MAPS = 6,  /* struct op_exit_maps: a short-lived process's code, at its exit */
+	/*
+	 * struct op_proc_event, on the exec_events ring: the same exec, told ahead of the samples
+	 * queued before it, so that its unwind tables load first (record.bpf.h)
+	 */
+	OP_EV_EXEC_EARLY = 7,
 };
 
 /*

@@ -1845,7 +1845,7 @@ static void on_exec(struct otelprof *p, const struct op_proc_event *e)
 	if (rec.snap)
 		memcpy(rec.snap->proc.comm, e->comm, sizeof(rec.snap->proc.comm));
 	pthread_mutex_lock(&p->u_lock);
-	op_unwinder_on_exec(p->unwinder, (int)e->hdr.pid);
+	op_unwinder_on_exec(p->unwinder, (int)e->hdr.pid, e->ktime_ns);
 	pthread_mutex_unlock(&p->u_lock);
 	enqueue(p, &rec, sizeof(rec));
 }
@@ -1893,6 +1893,16 @@ static void on_event(void *ctx, const void *data, size_t size)
 	case OP_EV_EXEC:
 		if (size >= sizeof(struct op_proc_event))
 			on_exec(p, data);
+		break;
+	case OP_EV_EXEC_EARLY:
+		/* the new program's tables now; its mappings for naming when the exec comes in order */
+		if (size >= sizeof(struct op_proc_event)) {
+			const struct op_proc_event *e = data;
+
+			pthread_mutex_lock(&p->u_lock);
+			op_unwinder_on_exec(p->unwinder, (int)e->hdr.pid, e->ktime_ns);
+			pthread_mutex_unlock(&p->u_lock);
+		}
 		break;
 	case OP_EV_OFFCPU_END:
 		if (size >= sizeof(struct op_offcpu_end))

@@ -24,6 +24,17 @@ struct {
 	__uint(max_entries, 4 << 20); /* resized by user space before load */
 } events SEC(".maps");
 
+/*
+ * Execs, a second time (OP_EV_EXEC_EARLY): the reader reads this ring before every record of
+ * events, so a new program's unwind tables do not wait for the samples ahead of its exec (a
+ * busy host, an agent starting: tens of milliseconds of its first samples walked without
+ * them). Its OP_EV_EXEC on events still orders the program's mappings among its samples.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} exec_events SEC(".maps");
+
 /* Target thread groups when filter_pids is set (value unused). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -26,7 +26,9 @@ struct op_sampler {
 	/* the walk continuations, verified beside skel's (load_split): one instance each */
 	struct sampler_bpf *helper[2];
 	struct ring_buffer *rb;
-	/* the reader sleeps here: the ring buffer's epoll set, and wake_fd (op_sampler_wake) */
+	/* exec_events: read before every record of rb (handle_record), so execs jump the queue */
+	struct ring_buffer *exec_rb;
+	/* the reader sleeps here: the ring buffers' epoll sets, and wake_fd (op_sampler_wake) */
 	int wait_fd, wake_fd;
 	struct op_sampler_opts opts;
 	int *perf_fds;
@@ -84,13 +86,26 @@ static bool kernel_at_least(int major, int minor)
 	return ma > major || (ma == major && mi >= minor);
 }
 
-static int handle_record(void *ctx, void *data, size_t size)
+static int handle_exec_record(void *ctx, void *data, size_t size)
 {
 	struct op_sampler *s = ctx;
 
 	if (size >= sizeof(struct op_event_hdr))
 		s->opts.on_event(s->opts.ctx, data, size);
 	return 0;
+}
+
+/*
+ * A record of events. The execs ring first: an exec behind a backlog of samples (a busy host,
+ * a slow table ahead of it) has its program's tables loaded before the samples ahead of it are
+ * handled. Reading an empty ring is two loads from its mapped positions.
+ */
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct op_sampler *s = ctx;
+
+	ring_buffer__consume(s->exec_rb);
+	return handle_exec_record(ctx, data, size);
 }
 
 /*
@@ -508,7 +523,9 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 		}
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_record, s, NULL);
-	if (!s->rb) {
+	s->exec_rb = ring_buffer__new(bpf_map__fd(s->skel->maps.exec_events), handle_exec_record,
+				      s, NULL);
+	if (!s->rb || !s->exec_rb) {
 		err = -errno;
 		op_err("cannot open the BPF ring buffer: %s", strerror(errno));
 		goto fail;
@@ -518,6 +535,8 @@ int op_sampler_open(const struct op_sampler_opts *opts, struct op_sampler **out)
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->wait_fd < 0 || s->wake_fd < 0 ||
 	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rb),
+		      &(struct epoll_event){ .events = EPOLLIN, .data.fd = -1 }) ||
+	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->exec_rb),
 		      &(struct epoll_event){ .events = EPOLLIN, .data.fd = -1 }) ||
 	    epoll_ctl(s->wait_fd, EPOLL_CTL_ADD, s->wake_fd,
 		      &(struct epoll_event){ .events = EPOLLIN, .data.fd = s->wake_fd })) {
@@ -668,9 +687,9 @@ void op_sampler_detach(struct op_sampler *s)
 
 int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 {
-	struct epoll_event ev[2];
+	struct epoll_event ev[3];
 	uint64_t v;
-	int n = epoll_wait(s->wait_fd, ev, 2, timeout_ms);
+	int n = epoll_wait(s->wait_fd, ev, 3, timeout_ms);
 
 	if (n < 0 && errno != EINTR)
 		return -errno;
@@ -680,6 +699,7 @@ int op_sampler_poll(struct op_sampler *s, int timeout_ms)
 		    errno != EAGAIN)
 			return -errno;
 	/* records committed without a wakeup are only seen by reading the ring */
+	ring_buffer__consume(s->exec_rb);
 	n = ring_buffer__consume(s->rb);
 	return n == -EINTR ? 0 : n;
 }
@@ -700,6 +720,7 @@ void op_sampler_pause(struct op_sampler *s, bool paused)
 
 int op_sampler_drain(struct op_sampler *s)
 {
+	ring_buffer__consume(s->exec_rb);
 	return ring_buffer__consume(s->rb);
 }
 
@@ -729,6 +750,7 @@ void op_sampler_close(struct op_sampler *s)
 	if (s->perf_links && s->perf_fds)
 		op_sampler_detach(s);
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->exec_rb);
 	if (s->wait_fd >= 0)
 		close(s->wait_fd);
 	if (s->wake_fd >= 0)

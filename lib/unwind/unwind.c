@@ -93,6 +93,7 @@ struct proc_ent {
 	bool unstored;		    /* unwind_procs had no room for it at the last refresh */
 	uint32_t runtimes;	    /* bit k: runtime k attached (lib/unwind/runtime.h) */
 	bool rt_retry;		    /* a runtime asked to be attached again (-EAGAIN) */
+	uint64_t exec_ns;	    /* the exec last loaded for (op_unwinder_on_exec), 0 if none */
 	struct op_unwind_proc *bpf; /* what unwind_procs holds for this pid */
 	int *files;		    /* file_ent indices referenced (refs counted) */
 	int n_files;
@@ -1112,12 +1113,20 @@ bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t)
 	return false;
 }
 
-void op_unwinder_on_exec(struct op_unwinder *u, int pid)
+void op_unwinder_on_exec(struct op_unwinder *u, int pid, uint64_t exec_ns)
 {
+	struct proc_ent *p;
+
 	if (!u)
 		return;
+	p = *proc_slot(u, pid);
+	if (p && exec_ns && p->exec_ns == exec_ns)
+		return; /* told early (OP_EV_EXEC_EARLY), now in order: loaded already */
 	forget(u, pid);
 	refresh(u, pid);
+	p = *proc_slot(u, pid);
+	if (p)
+		p->exec_ns = exec_ns;
 }
 
 void op_unwinder_on_exit(struct op_unwinder *u, int pid)

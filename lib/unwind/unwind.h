@@ -35,7 +35,11 @@ int op_unwinder_add_pid(struct op_unwinder *u, int pid);
  * was mapped since they were read: libc after exec, a dlopen); a few times per process.
  */
 bool op_unwinder_on_trace(struct op_unwinder *u, const struct op_trace *t);
-void op_unwinder_on_exec(struct op_unwinder *u, int pid);
+/*
+ * @pid exec'd at @exec_ns (CLOCK_MONOTONIC): its new program's tables. Told twice, ahead of
+ * the samples queued before the exec and then in order, it loads once.
+ */
+void op_unwinder_on_exec(struct op_unwinder *u, int pid, uint64_t exec_ns);
 void op_unwinder_on_exit(struct op_unwinder *u, int pid);
 
 /*

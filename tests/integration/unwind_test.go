@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,16 +32,27 @@ func recordPid(t *testing.T, pid int, secs int) []*profile.Sample {
 func completeShare(t *testing.T, ss []*profile.Sample, complete func(names []string) bool) float64 {
 	t.Helper()
 	var ok, all int64
-	logged := 0
+	bad := map[string]int64{} // incomplete stacks, by their frames
 	for _, s := range ss {
 		names := funcNames(s)
 		all += count(s)
 		if complete(names) {
 			ok += count(s)
-		} else if logged < 3 {
-			logged++
-			t.Logf("incomplete stack (%d samples): %s", count(s), strings.Join(names, " <- "))
+		} else {
+			bad[strings.Join(names, " <- ")] += count(s)
 		}
+	}
+	stacks := make([]string, 0, len(bad))
+	for k := range bad {
+		stacks = append(stacks, k)
+	}
+	sort.Slice(stacks, func(i, j int) bool { return bad[stacks[i]] > bad[stacks[j]] })
+	for i, k := range stacks {
+		if i == 5 {
+			t.Logf("... and %d more incomplete stacks", len(stacks)-i)
+			break
+		}
+		t.Logf("incomplete stack (%d samples): %s", bad[k], k)
 	}
 	if all == 0 {
 		return 0
