@@ -40,11 +40,24 @@ int main(int argc, char **argv)
 	uint64_t y = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
 	struct timespec t0, now;
 
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		/* ~1 ms per unit of the ratio: a sample lands in one or the other */
-		hot_x(x * 200000);
-		hot_y(y * 200000);
+		/*
+		 * ~1 ms per unit of the ratio: a sample lands in one or the other. The unit varies
+		 * from round to round (0.5-1.5x, the same for both): a round of a fixed length beside
+		 * a sampling period of a fixed length aliases (a 2:1 round of ~3 ms sampled every
+		 * 2 ms came out 57:43 on a slower host).
+		 */
+		uint64_t unit;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		unit = 100000 + r % 200000;
+		hot_x(x * unit);
+		hot_y(y * unit);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while ((now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
 	return 0;
