@@ -967,6 +967,23 @@ static int run_cmp(const void *a, const void *b)
 }
 
 /*
+ * Whether the rows, run after sorted run, are already in order where they are (a Go binary's
+ * functions come in address order; so do most linkers' FDEs): nothing to copy then.
+ */
+static bool runs_in_place(const struct builder *b)
+{
+	for (size_t i = 0, at = 0; i < b->n_runs; at += b->runs[i].n, i++) {
+		if (b->runs[i].start != at)
+			return false;
+	}
+	for (size_t i = 1; i < b->n_rows; i++) {
+		if (raw_row_cmp(&b->rows[i - 1], &b->rows[i]) > 0)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Sort the rows by sorting the FDEs instead (a tenth as many entries; libLLVM's million rows
  * went through qsort in 60% of its compile time). Each FDE's rows are already in order, so
  * copying them FDE by FDE gives sorted rows unless FDEs overlap. The one tie expected is an
@@ -986,6 +1003,8 @@ static bool sort_by_runs(struct builder *b)
 	if (total != b->n_rows)
 		return false;
 	qsort(b->runs, b->n_runs, sizeof(*b->runs), run_cmp);
+	if (runs_in_place(b))
+		return true;
 	out = big_resize(NULL, 0, b->n_rows * sizeof(*out));
 	if (!out)
 		return false;
@@ -1188,7 +1207,19 @@ static int eh_frame_from_hdr(Elf *elf, struct section *out)
 struct go_ctx {
 	struct builder *b;
 	size_t n_funcs;
+	size_t run_start; /* the function's first row: its rows are one run for finish()'s sort */
+	uint64_t end;	  /* where the last range ended, its end marker not pushed yet */
+	bool pending;
 };
+
+/* Close the function being read: its last end marker, and its rows as one sorted run. */
+static void go_end_function(struct go_ctx *g)
+{
+	if (g->pending)
+		push_row(g->b, g->end, g->b->none_rule, true);
+	g->pending = false;
+	push_run(g->b, g->run_start);
+}
 
 /*
  * One range of a Go function's SP-delta table: the return address is at rsp + spdelta, so
@@ -1213,9 +1244,17 @@ static int go_range(void *ctx, uint64_t lo, uint64_t hi, int32_t spdelta, bool e
 		r.ra_off = -8;
 		rule = intern_rule(g->b, &r);
 	}
+	if (entry) {
+		go_end_function(g);
+		g->run_start = g->b->n_rows;
+	} else if (g->pending && lo != g->end) {
+		push_row(g->b, g->end, g->b->none_rule, true);
+	}
+	/* a range that starts where the last one ended needs no end marker between them */
 	g->n_funcs += entry;
 	push_row(g->b, lo, rule, false);
-	push_row(g->b, hi, g->b->none_rule, true);
+	g->end = hi;
+	g->pending = true;
 	return g->b->oom ? -ENOMEM : 0;
 }
 
@@ -1255,9 +1294,10 @@ static int compile_elf(Elf *elf, struct op_cfi_table **out)
 		err = -ENOENT;
 	}
 	if (go && !err) {
-		struct go_ctx g = { .b = &b };
+		struct go_ctx g = { .b = &b, .run_start = b.n_rows };
 
 		err = op_gopcln_spdeltas(go, go_range, &g);
+		go_end_function(&g);
 		n_fdes += g.n_funcs;
 		src = OP_CFI_GOPCLNTAB;
 	}
