@@ -966,6 +966,15 @@ static int run_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static bool rows_sorted(const struct raw_row *r, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (raw_row_cmp(&r[i - 1], &r[i]) > 0)
+			return false;
+	}
+	return true;
+}
+
 /*
  * Whether the rows, run after sorted run, are already in order where they are (a Go binary's
  * functions come in address order; so do most linkers' FDEs): nothing to copy then.
@@ -976,11 +985,7 @@ static bool runs_in_place(const struct builder *b)
 		if (b->runs[i].start != at)
 			return false;
 	}
-	for (size_t i = 1; i < b->n_rows; i++) {
-		if (raw_row_cmp(&b->rows[i - 1], &b->rows[i]) > 0)
-			return false;
-	}
-	return true;
+	return rows_sorted(b->rows, b->n_rows);
 }
 
 /*
@@ -1022,11 +1027,9 @@ static bool sort_by_runs(struct builder *b)
 		}
 		n += k;
 	}
-	for (size_t i = 1; i < n; i++) {
-		if (raw_row_cmp(&out[i - 1], &out[i]) > 0) {
-			big_free(out, n * sizeof(*out)); /* overlapping FDEs */
-			return false;
-		}
+	if (!rows_sorted(out, n)) {
+		big_free(out, n * sizeof(*out)); /* overlapping FDEs */
+		return false;
 	}
 	big_free(b->rows, b->cap_rows * sizeof(*b->rows));
 	b->rows = out;
