@@ -38,9 +38,8 @@ int main(int argc, char **argv)
 	double seconds = argc > 1 ? atof(argv[1]) : 10;
 	uint64_t x = argc > 2 ? strtoull(argv[2], NULL, 10) : 2;
 	uint64_t y = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
+	uint64_t r = 0x9e3779b97f4a7c15ull; /* xorshift state: each round's unit */
 	struct timespec t0, now;
-
-	uint64_t r = 0x9e3779b97f4a7c15ull;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
