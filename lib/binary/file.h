@@ -109,7 +109,10 @@ const char *op_file_intern(struct op_file *f, const char *s);
  */
 void op_go_buildinfo_version(const void *buf, size_t size, char *out, size_t len);
 
-/* filecache.c: merge function symbols of another ELF (a debug file) into @f. */
+/*
+ * filecache.c: merge the function symbols of an ELF into @f: the file's own when it is first
+ * symbolized (not at load: most files seen are only unwound), then a debug file's.
+ */
 struct Elf;
 void op_file_add_elf_symbols(struct op_file *f, struct Elf *elf, bool replace);
 void op_file_account(struct op_file *f, ssize_t delta);

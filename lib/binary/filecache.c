@@ -52,7 +52,11 @@ const char *op_strpool_add(struct op_strpool *p, const char *s, size_t len)
 	char *out;
 
 	if (!c || c->cap - c->used < len + 1) {
-		size_t cap = len + 1 > 16384 ? len + 1 : 16384;
+		/* chunks grow from 1 KiB to 16 KiB: most files intern a few names only */
+		size_t cap = p->bytes < 1024 ? 1024 : p->bytes > 16384 ? 16384 : p->bytes;
+
+		if (cap < len + 1)
+			cap = len + 1;
 
 		c = malloc(sizeof(*c) + cap);
 		if (!c)
@@ -463,8 +467,7 @@ out:
 
 static void load_elf(struct op_file *f, Elf *elf)
 {
-	struct rawsym *raw = NULL;
-	size_t n = 0, cap = 0, phnum = 0, shstrndx, i;
+	size_t phnum = 0, shstrndx, i;
 	bool notes_from_sections = false, has_symtab = false;
 	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
@@ -497,6 +500,8 @@ static void load_elf(struct op_file *f, Elf *elf)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		name = shstrndx != SHN_UNDEF ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (sh.sh_type == SHT_SYMTAB)
+			has_symtab = true;
 		if (sh.sh_type == SHT_NOTE) {
 			notes_from_sections = true;
 			parse_notes(f, elf_getdata(scn, NULL));
@@ -548,10 +553,8 @@ static void load_elf(struct op_file *f, Elf *elf)
 		}
 	}
 
-	if (collect_elf_symbols(f, elf, &raw, &n, &cap, &has_symtab) == 0)
-		build_syms(f, raw, n);
+	/* the symbol tables are read when the file is first symbolized (op_file_add_elf_symbols) */
 	f->has_symtab = has_symtab;
-	free(raw);
 }
 
 void op_go_buildinfo_version(const void *buf, size_t size, char *out, size_t len)
@@ -726,6 +729,7 @@ static struct op_file *file_vdso(void)
 	elf = elf_memory(copy, size);
 	if (elf) {
 		load_elf(f, elf);
+		op_file_add_elf_symbols(f, elf, false); /* no descriptor to read them from later */
 		elf_end(elf);
 	}
 	free(copy);

@@ -3,8 +3,8 @@
  * op_file_symbolize(): one address to a chain of functions, innermost first. DWARF (inline
  * chains, file and line) from the file or its separate debug file; else Go's pclntab; else the
  * ELF symbol tables (with MiniDebugInfo's and the debug file's .symtab merged in). The lazy
- * parts are loaded on the first call per file; the file's descriptor is closed after that
- * (DWARF keeps its own).
+ * parts, the file's own symbol tables among them, are loaded on the first call per file; the
+ * file's descriptor is closed after that (DWARF keeps its own).
  *
  * Results are cached per file in a small direct-mapped table keyed by address, so the hot
  * addresses of a profile stay cheap after the DWARF state behind them has been dropped or
@@ -128,6 +128,13 @@ static void load_full(struct op_file *f)
 
 	if (f->fd < 0)
 		return;
+	/* the file's own symbol tables, read at its first symbolization (op_file_add_elf_symbols
+	 * counts them in f->bytes) */
+	elf = f->is_elf ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
+	if (elf) {
+		op_file_add_elf_symbols(f, elf, false);
+		elf_end(elf);
+	}
 	/* the pool is already counted in f->bytes; count only its growth from here */
 	f->lazy_bytes = f->pool.bytes + f->cap_interned * sizeof(*f->interned);
 
