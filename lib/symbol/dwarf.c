@@ -30,6 +30,7 @@
 #include "symbol/demangle.h"
 #include "symbol/dwarf.h"
 #include "symbol/dwarf_line.h"
+#include "symbol/dwarf_units.h"
 #include "util/log.h"
 #include "util/spill.h"
 #include "binary/file.h"
@@ -64,9 +65,10 @@
 #define INFLATED_IDLE_NS (60ull * 1000000000ull)
 /*
  * A handle unused this long is closed (checked at most once a second, by op_dwarf_idle()).
- * A re-open reads every CU header before the one asked for: with libdwarf's allocation
- * tracking on and whole CUs parsed it cost 50-250 ms (30 s here then), now 1.5-8.5 ms with
- * the first lookup (libc, python3.11), while an open handle keeps 3-4 MiB resident.
+ * A re-open of a file read whole reads every CU header before the one asked for: with
+ * libdwarf's allocation tracking on and whole CUs parsed it cost 50-250 ms (30 s here then),
+ * now 1.5-8.5 ms with the first lookup (libc, python3.11), while an open handle keeps 3-4 MiB
+ * resident. A file read one unit at a time (op_dwarf.views) re-opens that unit only.
  */
 #define DEFAULT_HANDLE_IDLE_NS (5ull * 1000000000ull)
 /*
@@ -77,6 +79,13 @@
  * budget still bounds what stays open.
  */
 #define HANDLE_IDLE_DOUBLINGS 6
+/*
+ * A file read one unit at a time (op_dwarf.views) gets an instance over the whole file once
+ * it has opened this many: each instance reads every table header of .debug_rnglists
+ * (libc: 893, about 40 us), so symbolizing 3,000 libc functions in 1,500 units one unit
+ * at a time took twice as long as with one instance; a few units cost less alone.
+ */
+#define VIEW_OPENS_MAX 32
 
 /*
  * A function or inlined call with code. A CU's parse reads its top-level functions only; a
@@ -128,7 +137,9 @@ struct crow {
 #define ROW_END UINT32_MAX
 
 struct dcu {
-	Dwarf_Off die_off;
+	Dwarf_Off die_off; /* in .debug_info (DIE offsets kept are the section's, views or not) */
+	/* a file read one unit at a time (op_dwarf.views): where the unit is in .debug_info */
+	uint64_t unit_off, unit_len;
 	uint64_t last_use;  /* op_dwarf.tick at the last lookup in it */
 	size_t visited;	    /* DIEs walked in the last parse */
 	Dwarf_Off last_off; /* offset of the last DIE walked */
@@ -187,6 +198,16 @@ struct op_dwarf {
 	size_t shnum, shstrndx;
 	bool is64, msb;
 	size_t handle_bytes; /* section bytes loaded through the open handle */
+	/*
+	 * Read one compile unit at a time (dwarf_units.h): the handle's instance sees only the
+	 * unit at [view_off, view_off + view_len) as its .debug_info, so libdwarf builds one
+	 * unit context instead of one for every unit before it. The index comes from
+	 * .debug_aranges then, and an instance is opened again to read another unit.
+	 */
+	bool views;
+	unsigned int view_opens;
+	uint64_t view_off, view_len;
+	size_t info_index; /* .debug_info's section index, 0: not seen */
 	/*
 	 * Sections we decode ourselves, as the open handle loaded them: .debug_line (line
 	 * programs and their file tables), .debug_line_str and .debug_str (file paths).
@@ -796,6 +817,17 @@ static int oa_section_info(void *obj, Dwarf_Half index, Dwarf_Obj_Access_Section
 		else
 			out->size = ch.ch_size;
 	}
+	if (name && strcmp(name, ".debug_info") == 0) {
+		d->info_index = index;
+		if (d->view_len)
+			out->size = d->view_len; /* checked against the section by units_of() */
+	}
+	/*
+	 * Location lists are never read here, but libdwarf 20210528 reads every table header
+	 * of .debug_loclists when it loads .debug_info (libc: 1.4 MB inflated, 1,455 headers)
+	 */
+	if (name && (strcmp(name, ".debug_loclists") == 0 || strcmp(name, ".debug_loc") == 0))
+		out->name = "";
 	return DW_DLV_OK;
 }
 
@@ -879,6 +911,12 @@ static int oa_load_section(void *obj, Dwarf_Half index, Dwarf_Small **data, int 
 	}
 	if (section_data(d, index, data, &size) != DW_DLV_OK || !*data)
 		return DW_DLV_NO_ENTRY;
+	if (d->view_len && index == d->info_index) {
+		if (d->view_off > size || d->view_len > size - d->view_off)
+			return DW_DLV_NO_ENTRY;
+		*data += d->view_off;
+		size = d->view_len;
+	}
 	/*
 	 * op_dwarf_sane()'s check, on the bytes libdwarf gets (inflated once, and only the
 	 * sections it reads: never .debug_loclists): a section whose unit headers do not fit
@@ -1140,13 +1178,66 @@ void op_libdwarf_setup(void)
 }
 
 /* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
-static bool handle_get(struct op_dwarf *d)
+/* @d's file mapped for libelf, its header read (kept until the handle closes). */
+static bool file_map(struct op_dwarf *d)
+{
+	GElf_Ehdr eh;
+
+	if (d->elf)
+		return true;
+	d->elf = map_elf(d);
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
+	    elf_getshdrnum(d->elf, &d->shnum) != 0)
+		return false;
+	if (elf_getshdrstrndx(d->elf, &d->shstrndx) != 0)
+		d->shstrndx = SHN_UNDEF;
+	d->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
+	d->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	return true;
+}
+
+/*
+ * Close the instance over one unit to open one over another: the mapping and the inflated
+ * sections stay, and the sections the next instance loads are counted again.
+ */
+static void view_close(struct op_dwarf *d)
 {
 	Dwarf_Error err = NULL;
-	GElf_Ehdr eh;
+
+	pthread_mutex_lock(&handles_lock);
+	handle_unlink(d);
+	pthread_mutex_unlock(&handles_lock);
+	dwarf_object_finish(d->dbg, &err);
+	d->dbg = NULL;
+	d->handle_bytes = 0;
+	for (int k = 0; k < N_OWN_SECS; k++)
+		d->own[k] = (struct own_sec){ d->own[k].index, NULL, 0 };
+}
+
+/*
+ * The open handle of @d, opened if it is not: over @cu's unit alone when the file is read a
+ * unit at a time (then @cu is required), else over the whole file.
+ */
+static bool handle_get(struct op_dwarf *d, const struct dcu *cu)
+{
+	Dwarf_Error err = NULL;
+	bool another_unit = false;
 	int res;
 
 	d->handle_used_ns = d->zused_ns = mono_ns();
+	if (d->views && !cu)
+		return false;
+	if (d->views && d->view_opens >= VIEW_OPENS_MAX && !(d->dbg && cu->unit_off == d->view_off)) {
+		/* many of its units in use: an instance over the whole file from now on */
+		if (d->dbg)
+			view_close(d);
+		d->views = false;
+		another_unit = true;
+	}
+	if (d->dbg && d->views && cu->unit_off != d->view_off) {
+		view_close(d);
+		another_unit = true;
+	}
 	if (d->dbg) {
 		pthread_mutex_lock(&handles_lock);
 		if (handles_head != d && handle_listed(d)) {
@@ -1162,18 +1253,16 @@ static bool handle_get(struct op_dwarf *d)
 	}
 	if (d->open_failed)
 		return false;
-	d->elf = map_elf(d);
-	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !gelf_getehdr(d->elf, &eh) ||
-	    elf_getshdrnum(d->elf, &d->shnum) != 0)
+	if (!file_map(d))
 		goto fail;
-	if (elf_getshdrstrndx(d->elf, &d->shstrndx) != 0)
-		d->shstrndx = SHN_UNDEF;
-	d->is64 = eh.e_ident[EI_CLASS] == ELFCLASS64;
-	d->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
 	op_libdwarf_setup();
 	d->oai.object = d;
 	d->oai.methods = &oa_methods;
 	d->handle_bytes = 0;
+	d->view_off = d->views ? cu->unit_off : 0;
+	d->view_len = d->views ? cu->unit_len : 0;
+	if (d->views && d->view_opens < UINT_MAX)
+		d->view_opens++;
 	res = dwarf_object_init_b(&d->oai, NULL, NULL, DW_GROUPNUMBER_ANY, &d->dbg, &err);
 	if (res != DW_DLV_OK) {
 		if (res == DW_DLV_ERROR) {
@@ -1182,9 +1271,12 @@ static bool handle_get(struct op_dwarf *d)
 			dwarf_dealloc(NULL, err, DW_DLA_ERROR);
 		}
 		d->dbg = NULL;
+		if (d->views)
+			return false; /* this unit only: the caller marks it failed */
 		goto fail;
 	}
-	if (d->handle_opens < UINT_MAX)
+	/* a re-open after an idle close, not a move to another unit (HANDLE_IDLE_DOUBLINGS) */
+	if (!another_unit && d->handle_opens < UINT_MAX)
 		d->handle_opens++;
 	pthread_mutex_lock(&handles_lock);
 	handle_push(d);
@@ -1270,6 +1362,102 @@ static uint64_t die_lowpc(Dwarf_Debug dbg, Dwarf_Die die)
 
 static void parse_cu(struct op_dwarf *d, struct dcu *cu);
 
+/* Section @name of @d's mapped file as plain bytes (inflated if need be), else false. */
+static bool named_section(struct op_dwarf *d, const char *name, Dwarf_Small **data, size_t *size)
+{
+	for (size_t i = 1; i < d->shnum; i++) {
+		const char *n = section_name(d, i);
+
+		if (n && strcmp(n, name) == 0)
+			return section_data(d, i, data, size) == DW_DLV_OK && *data;
+	}
+	return false;
+}
+
+struct units_ctx {
+	struct op_dwarf *d;
+	size_t cap;
+	bool *seen;
+	bool bad;
+};
+
+static int add_arange(void *ctx, uint64_t lo, uint64_t hi, uint64_t unit_off)
+{
+	struct units_ctx *c = ctx;
+	struct op_dwarf *d = c->d;
+	size_t a = 0, b = d->n_cus;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (d->cus[mid].unit_off < unit_off)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	if (a == d->n_cus || d->cus[a].unit_off != unit_off ||
+	    grow((void **)&d->idx, &c->cap, d->n_idx, sizeof(*d->idx))) {
+		c->bad = true; /* a range of no unit's: the aranges are not to be trusted */
+		return 1;
+	}
+	c->seen[a] = true;
+	if (hi > lo)
+		d->idx[d->n_idx++] = (struct cuidx){ lo, hi, (uint32_t)a };
+	return 0;
+}
+
+/*
+ * Index @d one unit at a time (op_dwarf.views) without opening libdwarf: when every unit of
+ * .debug_info is a compile unit with ranges in .debug_aranges and no DIE refers outside its
+ * unit. False (nothing kept) when the file is to be read whole.
+ */
+static bool units_of(struct op_dwarf *d)
+{
+	struct units_ctx c = { .d = d };
+	struct op_dwarf_unit *units = NULL;
+	Dwarf_Small *info, *ar, *ab;
+	size_t n_info, n_ar, n_ab, i;
+	long n;
+
+	d->zused_ns = mono_ns(); /* what it inflates counts as used (op_dwarf_idle()) */
+	if (!file_map(d) || !named_section(d, ".debug_aranges", &ar, &n_ar) ||
+	    !named_section(d, ".debug_abbrev", &ab, &n_ab) ||
+	    !named_section(d, ".debug_info", &info, &n_info) ||
+	    op_dwarf_abbrev_refs_across(ab, n_ab) != 0)
+		return false;
+	n = op_dwarf_units(info, n_info, d->msb, &units);
+	if (n <= 0 || n > UINT32_MAX)
+		goto out;
+	d->cus = calloc((size_t)n, sizeof(*d->cus));
+	c.seen = calloc((size_t)n, sizeof(*c.seen));
+	if (!d->cus || !c.seen)
+		goto out;
+	for (i = 0; i < (size_t)n; i++)
+		d->cus[i] = (struct dcu){ .die_off = units[i].off + units[i].die_off,
+					  .unit_off = units[i].off,
+					  .unit_len = units[i].len,
+					  .version = units[i].version };
+	d->n_cus = (size_t)n;
+	if (op_dwarf_aranges(ar, n_ar, d->msb, add_arange, &c) < 0 || c.bad)
+		goto out;
+	for (i = 0; i < d->n_cus && c.seen[i]; i++)
+		;
+	if (i == d->n_cus)
+		d->views = true;
+
+out:
+	if (!d->views) {
+		free(d->cus);
+		free(d->idx);
+		d->cus = NULL;
+		d->idx = NULL;
+		d->n_cus = d->n_idx = 0;
+	}
+	free(c.seen);
+	free(units);
+	return d->views;
+}
+
 struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 {
 	struct op_dwarf *d;
@@ -1292,7 +1480,9 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 		free(d);
 		return NULL;
 	}
-	if (!handle_get(d)) {
+	if (units_of(d))
+		goto indexed;
+	if (!handle_get(d, NULL)) {
 		close(d->fd);
 		free(d);
 		return NULL;
@@ -1339,6 +1529,7 @@ struct op_dwarf *op_dwarf_open(int fd, struct op_file *f)
 			 dwarf_errmsg(err));
 		drop_err(d->dbg, &err);
 	}
+indexed:
 	if (!d->n_cus) {
 		op_dwarf_free(d);
 		return NULL;
@@ -1839,8 +2030,8 @@ static void walk(struct op_dwarf *d, struct dcu *cu, Dwarf_Die parent_die, uint3
 	for (;;) {
 		/* a tree walked in preorder meets its DIEs in section order: anything else is
 		 * corrupt and could loop or blow up */
-		if (dwarf_dieoffset(child, &off, &err) != DW_DLV_OK || off <= cu->last_off ||
-		    ++cu->visited > MAX_DIES_PER_CU) {
+		if (dwarf_dieoffset(child, &off, &err) != DW_DLV_OK ||
+		    (off += d->view_off) <= cu->last_off || ++cu->visited > MAX_DIES_PER_CU) {
 			drop_err(d->dbg, &err);
 			dwarf_dealloc_die(child);
 			break;
@@ -1911,10 +2102,12 @@ static void parse_cu(struct op_dwarf *d, struct dcu *cu)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (d->parsed_bytes > d->budget)
 		drop_parsed(d);
-	opened = !d->dbg;
-	if (!handle_get(d))
+	opened = !d->dbg || (d->views && d->view_off != cu->unit_off);
+	if (!handle_get(d, cu)) {
+		cu->failed = true;
 		return;
-	if (dwarf_offdie_b(d->dbg, cu->die_off, 1, &cu_die, &err) != DW_DLV_OK) {
+	}
+	if (dwarf_offdie_b(d->dbg, cu->die_off - d->view_off, 1, &cu_die, &err) != DW_DLV_OK) {
 		drop_err(d->dbg, &err);
 		cu->failed = true;
 		return;
@@ -2017,9 +2210,10 @@ static void expand(struct op_dwarf *d, struct dcu *cu, uint32_t top)
 	if (!cu->nodes[top].lazy)
 		return;
 	cu->nodes[top].lazy = false;
-	if (!handle_get(d))
+	if (!handle_get(d, cu))
 		return;
-	if (dwarf_offdie_b(d->dbg, cu->nodes[top].die_off, 1, &die, &err) != DW_DLV_OK) {
+	if (dwarf_offdie_b(d->dbg, cu->nodes[top].die_off - d->view_off, 1, &die, &err) !=
+	    DW_DLV_OK) {
 		drop_err(d->dbg, &err);
 		return;
 	}
@@ -2141,7 +2335,7 @@ int op_dwarf_lookup(struct op_dwarf *d, uint64_t addr, struct op_sym_result *out
 
 		if (cu->all_rows)
 			rs = (struct rowset){ cu->all_rows, cu->n_all_rows, cu->all_rows_base };
-		else if (handle_get(d))
+		else if (handle_get(d, cu))
 			rowset_for(d, cu, &one, 1, &rs);
 		line = find_line(cu, rs.rows, rs.n, rs.base, addr, &line_file, &line_no);
 		if (rs.rows != cu->all_rows)

@@ -1,9 +1,9 @@
 # libFuzzer targets (tests/fuzz/fuzz_*.c), included by the top-level Makefile.
 #
 #   make fuzz                     every target for FUZZ_SECONDS (default 60) each
-#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf dwarfline cfi maps encode labels
-#                                 pprof otlp otlpjson folded allocsyms python perfmap v8elf
-#                                 hotspot jitdump)
+#   make fuzz FUZZ_TARGETS=cfi    one target (names: elf dwarfline dwarfunits cfi maps encode
+#                                 labels pprof otlp otlpjson folded allocsyms python perfmap
+#                                 v8elf hotspot jitdump)
 #   make test                     runs $(BUILD)/tests/test_fuzz_smoke: every target for
 #                                 FUZZ_SMOKE_SECONDS (default 10) each
 #

@@ -11,6 +11,8 @@
 #   pprof, otlp, otlpjson, folded   profiles the build writes (the encoder fixture, a small
 #              synthetic profile) in each format, and a hand-written OTLP/JSON document
 #   dwarfline  .debug_line of the workloads (two selector bytes, then the section)
+#   dwarfunits .debug_info, .debug_aranges and .debug_abbrev of the workloads (a selector byte,
+#              then the section)
 #   python     real line tables (co_lnotab / co_linetable) of each Python on the machine
 #   hotspot   the JDK 17 VMStructs image of tests/unit/hotspot_image.h (test_hotspot --seed)
 #   and every input that once crashed a target (tests/fuzz/regressions/)
@@ -19,7 +21,7 @@ set -euo pipefail
 dir=$1
 BUILD=${BUILD:?set BUILD}
 rm -rf "$dir"
-mkdir -p "$dir"/{elf,cfi,dwarfline,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,jitdump,v8elf,hotspot}
+mkdir -p "$dir"/{elf,cfi,dwarfline,dwarfunits,maps,encode,labels,pprof,otlp,otlpjson,folded,allocsyms,python,perfmap,jitdump,v8elf,hotspot}
 
 for w in "$BUILD"/workloads/*; do
 	[ -f "$w" ] && [ -x "$w" ] || continue
@@ -37,6 +39,14 @@ for w in "$BUILD"/workloads/*; do
 		{ printf '\000\200'; cat "$dir/dwarfline/.$n"; } >"$dir/dwarfline/$n.mid"
 	fi
 	rm -f "$dir/dwarfline/.$n"
+	# dwarfunits: a byte-order byte, then one section
+	for sec in info aranges abbrev; do
+		if objcopy --dump-section .debug_$sec="$dir/dwarfunits/.$n" "$w" /dev/null 2>/dev/null &&
+			[ -s "$dir/dwarfunits/.$n" ]; then
+			{ printf '\000'; cat "$dir/dwarfunits/.$n"; } >"$dir/dwarfunits/$n.$sec"
+		fi
+		rm -f "$dir/dwarfunits/.$n"
+	done
 done
 cp "$dir/elf/"*nofp* "$dir/cfi/" 2>/dev/null || true
 # allocator symbols: the in-process sampler (its own malloc...) and a static-free workload
