@@ -568,6 +568,99 @@ static void test_go(void)
 	go_inline_agrees(dir, a_loop, a_method);
 }
 
+/*
+ * A file read one unit at a time (its units all in .debug_aranges) names every address as
+ * the same file read whole (.debug_aranges removed): 40 units, so the reading also moves to
+ * the whole file past 32 of them, each function with an inlined helper.
+ */
+#define N_UNITS 40
+
+static void test_units(void)
+{
+	char dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8], path[PATH_MAX + 32], sym[32];
+	struct op_filecache *c = op_filecache_new(0);
+	struct op_file *fa, *fb;
+	int k, addrs = 0, same = 0, inlined = 0, named = 0;
+	FILE *o;
+
+	REQUIRE(c);
+	snprintf(dir, sizeof(dir), "%s/units", tmp);
+	REQUIRE(mkdir(dir, 0700) == 0);
+	for (k = 0; k < N_UNITS; k++) {
+		snprintf(path, sizeof(path), "%s/u%d.c", dir, k);
+		o = fopen(path, "w");
+		REQUIRE(o);
+		fprintf(o,
+			"static inline __attribute__((always_inline)) int h%d(int x)\n"
+			"{\n\treturn x * %d + (x >> 3);\n}\n"
+			"int f%d(int x)\n{\n\tint s = 0;\n\n\tfor (int i = 0; i < x; i++)\n"
+			"\t\ts += h%d(i ^ s);\n\treturn s;\n}\n",
+			k, k + 3, k, k);
+		fclose(o);
+	}
+	snprintf(path, sizeof(path), "%s/main.c", dir);
+	o = fopen(path, "w");
+	REQUIRE(o);
+	for (k = 0; k < N_UNITS; k++)
+		fprintf(o, "int f%d(int);\n", k);
+	fprintf(o, "int main(int argc, char **argv)\n{\n\tint s = 0;\n\n\t(void)argv;\n");
+	for (k = 0; k < N_UNITS; k++)
+		fprintf(o, "\ts += f%d(argc);\n", k);
+	fprintf(o, "\treturn s & 1;\n}\n");
+	fclose(o);
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	REQUIRE(runf(NULL, 0, "cd '%s' && cc -O2 -g -o a u*.c main.c && "
+			      "objcopy --remove-section .debug_aranges a b", dir) == 0);
+	fa = op_filecache_get_path(c, a);
+	fb = op_filecache_get_path(c, b);
+	REQUIRE(fa && fb);
+	for (k = 0; k < N_UNITS; k++) {
+		uint64_t size = 0, lo, x;
+		bool hit = false;
+
+		snprintf(sym, sizeof(sym), "f%d", k);
+		lo = nm_addr(a, sym, &size);
+		CHECK(lo && size);
+		for (x = lo; x < lo + size; x++) {
+			struct op_sym_result ra, rb;
+			int ea = op_file_symbolize(fa, x, &ra), eb = op_file_symbolize(fb, x, &rb);
+			bool eq = ea == eb && ra.n == rb.n;
+
+			for (size_t i = 0; eq && i < ra.n; i++)
+				eq = ra.lines[i].name && rb.lines[i].name &&
+				     !strcmp(ra.lines[i].name, rb.lines[i].name) &&
+				     ra.lines[i].line == rb.lines[i].line &&
+				     ra.lines[i].start_line == rb.lines[i].start_line &&
+				     (ra.lines[i].file == rb.lines[i].file ||
+				      (ra.lines[i].file && rb.lines[i].file &&
+				       !strcmp(ra.lines[i].file, rb.lines[i].file)));
+			addrs++;
+			same += eq;
+			if (!eq)
+				fprintf(stderr, "units: %#llx in %s differs read whole\n",
+					(unsigned long long)x, sym);
+			if (ea == 0 && ra.n && !strcmp(ra.lines[ra.n - 1].name, sym))
+				named++;
+			if (ea == 0 && ra.n == 2 && !strncmp(ra.lines[0].name, "h", 1) &&
+			    !strcmp(ra.lines[0].name + 1, sym + 1) && !hit) {
+				hit = true;
+				inlined++;
+			}
+		}
+	}
+	printf("units: %d addresses in %d units named alike read one unit at a time and whole "
+	       "(%d), %d with f<k> outermost, %d functions with h<k> inlined\n",
+	       addrs, N_UNITS, same, named, inlined);
+	CHECK(addrs > N_UNITS * 8);
+	CHECK_EQ(same, addrs);
+	CHECK_EQ(named, addrs);
+	CHECK_EQ(inlined, N_UNITS);
+	op_file_put(fa);
+	op_file_put(fb);
+	op_filecache_free(c);
+}
+
 int main(void)
 {
 	char here[PATH_MAX + 64], *d;
@@ -591,6 +684,7 @@ int main(void)
 	REQUIRE(mkdtemp(tmp));
 
 	test_inline();
+	test_units();
 	test_minidebuginfo();
 	test_cpp();
 	test_go();
