@@ -1177,7 +1177,6 @@ void op_libdwarf_setup(void)
 	pthread_once(&once, libdwarf_setup_once);
 }
 
-/* Open (or mark as used) @d's libdwarf instance. false: the file cannot be read now. */
 /* @d's file mapped for libelf, its header read (kept until the handle closes). */
 static bool file_map(struct op_dwarf *d)
 {
@@ -1215,8 +1214,9 @@ static void view_close(struct op_dwarf *d)
 }
 
 /*
- * The open handle of @d, opened if it is not: over @cu's unit alone when the file is read a
- * unit at a time (then @cu is required), else over the whole file.
+ * Open (or mark as used) @d's libdwarf instance: over @cu's unit alone when the file is read
+ * a unit at a time (then @cu is required), else over the whole file. false: the file (or
+ * that unit) cannot be read now.
  */
 static bool handle_get(struct op_dwarf *d, const struct dcu *cu)
 {
@@ -1227,7 +1227,8 @@ static bool handle_get(struct op_dwarf *d, const struct dcu *cu)
 	d->handle_used_ns = d->zused_ns = mono_ns();
 	if (d->views && !cu)
 		return false;
-	if (d->views && d->view_opens >= VIEW_OPENS_MAX && !(d->dbg && cu->unit_off == d->view_off)) {
+	if (d->views && d->view_opens >= VIEW_OPENS_MAX &&
+	    !(d->dbg && cu->unit_off == d->view_off)) {
 		/* many of its units in use: an instance over the whole file from now on */
 		if (d->dbg)
 			view_close(d);
