@@ -421,7 +421,7 @@ static __always_inline void send_proc_event(__u32 type, struct task_struct *task
 	e.ktime_ns = bpf_ktime_get_ns();
 	BPF_CORE_READ_STR_INTO(&e.comm, task, comm);
 	if (type == OP_EV_EXEC) {
-		/* the early notice wakes the reader; the one in order need not, unless it is alone */
+		/* the early notice wakes the reader; the one in order only when it is alone */
 		e.hdr.type = OP_EV_EXEC_EARLY;
 		early = !bpf_ringbuf_output(&exec_events, &e, sizeof(e), BPF_RB_FORCE_WAKEUP);
 		e.hdr.type = type;

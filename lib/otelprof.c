@@ -1895,7 +1895,7 @@ static void on_event(void *ctx, const void *data, size_t size)
 			on_exec(p, data);
 		break;
 	case OP_EV_EXEC_EARLY:
-		/* the new program's tables now; its mappings for naming when the exec comes in order */
+		/* the new program's tables now; its mappings for names with the exec in order */
 		if (size >= sizeof(struct op_proc_event)) {
 			const struct op_proc_event *e = data;
 

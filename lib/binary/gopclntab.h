@@ -20,6 +20,8 @@ struct op_gopcln;
 struct op_gopcln *op_gopcln_load(Elf *elf, struct op_file *f);
 /* The same over the ELF image itself (no copy, no file reads): @elf must outlive it. */
 struct op_gopcln *op_gopcln_open_mem(Elf *elf);
+/* The same with the table mapped again from @fd (not kept): the walk drops what it read. */
+struct op_gopcln *op_gopcln_open_fd(Elf *elf, int fd);
 void op_gopcln_free(struct op_gopcln *g);
 size_t op_gopcln_bytes(const struct op_gopcln *g);
 /*

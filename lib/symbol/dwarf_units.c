@@ -37,7 +37,8 @@ long op_dwarf_units(const uint8_t *info, size_t size, bool msb, struct op_dwarf_
 		uint64_t len = unit_length(&c, &osz);
 		uint16_t version = (uint16_t)op_rd_fixed(&c, 2);
 
-		if (c.bad || !len || len > (uint64_t)(c.end - c.p) + 2 || version < 2 || version > 5)
+		if (c.bad || !len || len > (uint64_t)(c.end - c.p) + 2 || version < 2 ||
+		    version > 5)
 			goto bad;
 		if (version == 5) {
 			if (op_rd_fixed(&c, 1) != DW_UT_compile)
@@ -120,8 +121,8 @@ int op_dwarf_abbrev_refs_across(const uint8_t *sec, size_t size)
 
 	while (c.p < c.end) {
 		if (!op_rd_uleb(&c))
-			continue; /* the end of one unit's table */
-		op_rd_uleb(&c);	     /* tag */
+			continue;   /* the end of one unit's table */
+		op_rd_uleb(&c);	    /* tag */
 		op_rd_fixed(&c, 1); /* has children */
 		for (;;) {
 			uint64_t at = op_rd_uleb(&c), form = op_rd_uleb(&c);
