@@ -410,6 +410,12 @@ struct reader {
 
 static bool next_byte(struct reader *r, uint8_t *b)
 {
+	if (r->g->mem) { /* the table is in memory: no copy through the buffer */
+		if (r->off >= r->g->size)
+			return false;
+		*b = r->g->mem[r->off++];
+		return true;
+	}
 	if (r->off < r->buf_off || r->off >= r->buf_off + r->buf_len) {
 		size_t len = sizeof(r->buf);
 
