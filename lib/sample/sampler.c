@@ -346,6 +346,9 @@ static int load_split(struct op_sampler *s)
 	for (i = 0; i < N_HELPERS; i++)
 		if (share_maps(maps, h[i].skel))
 			goto fail;
+	/* the others hold the maps now: its memory (about 1 MiB) back before the loads */
+	sampler_bpf__destroy(maps);
+	maps = NULL;
 	/* each program in one instance: the continuations in their helper, if s->skel loads
 	 * them */
 	bpf_object__for_each_program (p, s->skel->obj) {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -616,6 +617,28 @@ static void zsec_free(struct zsec *z)
 	z->buf = NULL;
 }
 
+/*
+ * The section inflated into @z's own mapping, to a spill file (util/spill.h): its pages leave
+ * resident memory now and are read back as they are used. Where the file cannot be written (a
+ * full disk), into malloc'd memory. -ENOMEM: neither (@z still maps the section: zsec_free).
+ */
+static int spill_inflated(struct zsec *z)
+{
+	struct iovec v = { z->buf, z->size };
+	size_t len;
+	uint8_t *m = op_spill_copy(&v, 1, &len);
+	bool spilled = m != NULL;
+
+	if (!m && !(m = malloc(z->size)))
+		return -ENOMEM;
+	if (!spilled)
+		memcpy(m, z->buf, z->size);
+	munmap(z->buf, z->size);
+	z->buf = m;
+	z->spilled = spilled;
+	return 0;
+}
+
 static bool inflated_listed(const struct op_dwarf *d)
 {
 	return d->zprev || d->znext || inflated_head == d;
@@ -726,10 +749,16 @@ static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
 		return NULL;
 	d->zsecs = nz;
 	z = &d->zsecs[d->n_zsecs];
-	*z = (struct zsec){ index, op_spill_alloc(ch.ch_size), (size_t)ch.ch_size, true };
-	if (!z->buf) {
-		z->buf = malloc(ch.ch_size);
-		z->spilled = false;
+	/* with a spill directory: inflated into a mapping of its own, then copied to a spill file
+	 * (spill_inflated) */
+	*z = (struct zsec){ index, NULL, (size_t)ch.ch_size, op_spill_available() };
+	if (z->spilled) {
+		z->buf = mmap(NULL, z->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+		if (z->buf == MAP_FAILED)
+			z->buf = NULL;
+	} else {
+		z->buf = malloc(z->size);
 	}
 	if (!z->buf)
 		return NULL;
@@ -746,6 +775,10 @@ static struct zsec *inflated_get(struct op_dwarf *d, size_t index, Elf_Scn *scn)
 		return NULL;
 	}
 	libdeflate_free_decompressor(dc);
+	if (z->spilled && spill_inflated(z)) {
+		zsec_free(z);
+		return NULL;
+	}
 	d->n_zsecs++;
 	pthread_mutex_lock(&handles_lock);
 	inflations++;

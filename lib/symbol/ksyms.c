@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "util/log.h"
 #include "binary/file.h"
@@ -121,20 +122,18 @@ static const char *kallsyms_path(void)
  */
 static void spill(struct op_ksyms *k)
 {
-	size_t syms = k->n * sizeof(*k->syms), len = syms + k->blob_len;
-	uint8_t *m = op_spill_alloc(len);
+	size_t syms = k->n * sizeof(*k->syms), len;
+	struct iovec v[2] = { { k->syms, syms }, { k->blob, k->blob_len } };
+	uint8_t *m = op_spill_copy(v, 2, &len);
 
 	if (!m)
 		return;
-	memcpy(m, k->syms, syms);
-	memcpy(m + syms, k->blob, k->blob_len);
 	free(k->syms);
 	free(k->blob);
 	k->syms = (struct ksym *)m;
 	k->blob = (char *)m + syms;
 	k->spill = m;
 	k->spill_len = len;
-	op_spill_release(m, len);
 }
 
 struct op_ksyms *op_ksyms_load(void)

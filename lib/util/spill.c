@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -68,27 +69,52 @@ static void spill_open(void)
 	spill_dfd = fd;
 }
 
-void *op_spill_alloc(size_t size)
+bool op_spill_available(void)
 {
+	pthread_once(&spill_once, spill_open);
+	return spill_dfd >= 0;
+}
+
+void *op_spill_copy(const struct iovec *iov, int n, size_t *size)
+{
+	struct iovec left[8];
+	size_t total = 0, done = 0;
 	void *p;
 	int fd;
 
-	if (!size)
+	if (n <= 0 || n > 8 || !op_spill_available())
 		return NULL;
-	pthread_once(&spill_once, spill_open);
-	if (spill_dfd < 0)
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (!total)
 		return NULL;
 	fd = openat(spill_dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
-	/* the blocks now: a full disk must fail here, not as SIGBUS when the table is written */
-	if (posix_fallocate(fd, 0, (off_t)size)) {
-		close(fd);
-		return NULL;
+	memcpy(left, iov, (size_t)n * sizeof(*iov));
+	while (done < total) {
+		ssize_t w = pwritev(fd, left, n, (off_t)done);
+		size_t k = w > 0 ? (size_t)w : 0;
+
+		if (w <= 0) {
+			close(fd);
+			return NULL; /* a full disk: said here, not as SIGBUS on a later write */
+		}
+		done += k;
+		for (int i = 0; i < n && k; i++) {
+			size_t m = left[i].iov_len < k ? left[i].iov_len : k;
+
+			left[i].iov_base = (char *)left[i].iov_base + m;
+			left[i].iov_len -= m;
+			k -= m;
+		}
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	*size = total;
+	return p;
 }
 
 void op_spill_free(void *p, size_t size)

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Spill files (lib/util/spill.h): a table written into one reads back the same after its
- * pages left resident memory, and leaves it; a directory in RAM or "" gives none (callers
- * keep tables in memory), and a directory the user named but that cannot be used says so in
- * a one-line warning with the way out. Each directory setting in a child process of its own (the
- * directory is read once per process).
+ * Spill files (lib/util/spill.h): a table copied into one (in two parts) is not resident
+ * until read, reads back the same, and the same again after its pages left resident memory; a
+ * directory in RAM or "" gives none (callers keep tables in memory), and a directory the user named
+ * but that cannot be used says so in a one-line warning with the way out. Each directory setting in
+ * a child process of its own (the directory is read once per process).
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,8 +66,9 @@ static int child(const char *dir)
 	int st;
 
 	if (pid == 0) {
-		uint32_t *t;
-		size_t n = LEN / sizeof(*t);
+		size_t n = LEN / sizeof(uint32_t), len = 0;
+		uint32_t *src = malloc(LEN), *t;
+		struct iovec v[2] = { { src, LEN / 3 }, { (char *)src + LEN / 3, LEN - LEN / 3 } };
 		int bad = 0;
 
 		if (dir)
@@ -73,18 +76,23 @@ static int child(const char *dir)
 		else
 			unsetenv("OTELPROF_SPILL_DIR");
 		otelprof_set_log(on_log, NULL, OTELPROF_LOG_DEBUG);
-		t = op_spill_alloc(LEN);
+		if (!src)
+			_exit(2);
+		for (size_t i = 0; i < n; i++)
+			src[i] = (uint32_t)(i * 2654435761u);
+		t = op_spill_copy(v, 2, &len); /* the table in two parts, one after the other */
 		if (!t)
 			_exit(NONE | (warned ? WARNED : 0));
+		free(src);
+		if (len != LEN || resident(t) != 0)
+			bad = 1; /* written, not yet read: none of it resident */
 		for (size_t i = 0; i < n; i++)
-			bad |= t[i] != 0; /* zeroed */
-		for (size_t i = 0; i < n; i++)
-			t[i] = (uint32_t)(i * 2654435761u);
+			bad |= t[i] != (uint32_t)(i * 2654435761u); /* read back, the same */
 		if (resident(t) < LEN / 1024)
 			bad = 1;
 		op_spill_release(t, LEN);
 		if (resident(t) != 0)
-			bad = 1; /* out of resident memory */
+			bad = 1; /* out of resident memory again */
 		for (size_t i = 0; i < n; i++)
 			bad |= t[i] != (uint32_t)(i * 2654435761u); /* and back, the same */
 		op_spill_free(t, LEN);
