@@ -32,6 +32,7 @@
 #include "symbol/dwarf.h"
 #include "symbol/dwarf_line.h"
 #include "symbol/dwarf_units.h"
+#include "util/cursor.h"
 #include "util/log.h"
 #include "util/spill.h"
 #include "binary/file.h"
@@ -452,45 +453,25 @@ static int die_ranges(Dwarf_Debug dbg, Dwarf_Die die, uint16_t version, uint64_t
  */
 static bool units_fit(const uint8_t *p, size_t size, bool has_offsets)
 {
-	size_t off = 0;
+	struct op_cursor c = { p, p + size, false, false };
 
-	while (off < size) {
-		uint64_t len;
-		size_t hdr, offsz;
-		uint16_t version;
+	while (c.p < c.end) {
+		size_t osz;
+		uint64_t len = op_dwarf_unit_length(&c, &osz);
+		const uint8_t *unit = c.p;
 
-		if (size - off < 4)
-			return false;
-		len = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
-		      (uint32_t)p[off + 3] << 24;
-		hdr = 4;
-		offsz = 4;
-		if (len == 0xffffffffu) {
-			if (size - off < 12)
-				return false;
-			memcpy(&len, p + off + 4, 8);
-			hdr = 12;
-			offsz = 8;
-		} else if (len >= 0xfffffff0u) {
-			return false;
-		}
-		if (len > size - off - hdr || len < 4)
-			return false;
-		version = (uint16_t)(p[off + hdr] | p[off + hdr + 1] << 8);
-		if (version != 5)
+		if (c.bad || len < 4 || len > (uint64_t)(c.end - c.p) || op_rd_fixed(&c, 2) != 5)
 			return false;
 		if (has_offsets) {
-			/* version, address_size, segment_selector_size, offset_entry_count */
-			uint32_t count;
-			uint8_t asz = p[off + hdr + 2];
+			/* address_size, segment_selector_size, offset_entry_count */
+			uint64_t asz = op_rd_fixed(&c, 1), seg = op_rd_fixed(&c, 1);
+			uint64_t count = op_rd_fixed(&c, 4);
 
-			if (len < 8 || (asz != 4 && asz != 8) || p[off + hdr + 3] != 0)
-				return false;
-			memcpy(&count, p + off + hdr + 4, 4);
-			if ((uint64_t)count * offsz > len - 8)
+			if (c.bad || len < 8 || (asz != 4 && asz != 8) || seg ||
+			    count * osz > len - 8)
 				return false;
 		}
-		off += hdr + (size_t)len;
+		c.p = unit + len;
 	}
 	return true;
 }

@@ -11,7 +11,7 @@
 #endif
 
 /* The unit length at @c (4 bytes, or 0xffffffff and 8): the length, *@osz its offset size. */
-static uint64_t unit_length(struct op_cursor *c, size_t *osz)
+uint64_t op_dwarf_unit_length(struct op_cursor *c, size_t *osz)
 {
 	uint64_t len = op_rd_fixed(c, 4);
 
@@ -34,7 +34,7 @@ long op_dwarf_units(const uint8_t *info, size_t size, bool msb, struct op_dwarf_
 	while (off < size) {
 		struct op_cursor c = { info + off, info + size, msb, false };
 		size_t osz, hdr;
-		uint64_t len = unit_length(&c, &osz);
+		uint64_t len = op_dwarf_unit_length(&c, &osz);
 		uint16_t version = (uint16_t)op_rd_fixed(&c, 2);
 
 		if (c.bad || !len || len > (uint64_t)(c.end - c.p) + 2 || version < 2 ||
@@ -77,7 +77,7 @@ long op_dwarf_aranges(const uint8_t *sec, size_t size, bool msb,
 	while (off < size) {
 		struct op_cursor c = { sec + off, sec + size, msb, false };
 		size_t osz, asz, hdr, tuple;
-		uint64_t len = unit_length(&c, &osz), unit_off;
+		uint64_t len = op_dwarf_unit_length(&c, &osz), unit_off;
 		const uint8_t *end;
 
 		if (c.bad || len > (uint64_t)(c.end - c.p))

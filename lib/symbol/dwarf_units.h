@@ -18,6 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct op_cursor;
+
+/*
+ * A unit's initial length (every DWARF section of units): 4 bytes, or 0xffffffff and 8 more
+ * (the 64-bit format), *@osz the offset size it implies (4 or 8); a reserved value
+ * (0xfffffff0-0xfffffffe) or a read past the end sets the cursor's bad.
+ */
+uint64_t op_dwarf_unit_length(struct op_cursor *c, size_t *osz);
+
 struct op_dwarf_unit {
 	uint64_t off;	  /* of its header in .debug_info */
 	uint64_t len;	  /* header and DIEs */
