@@ -612,14 +612,14 @@ int op_gopcln_spdeltas(struct op_gopcln *g,
 		return -ENOENT;
 	for (uint64_t i = 0; i < g->nfunc; i++) {
 		uint32_t e, funcoff, next, rec[5];
-
-		/* what the last 4096 functions read, dropped (open_fd's mapping) */
-		if (g->map && i % 4096 == 4095)
-			madvise(g->map, g->map_len, MADV_DONTNEED);
 		struct reader r = { .g = g };
 		uint64_t pc, fend;
 		int32_t val = -1;
 		bool first = true;
+
+		/* what the last 4096 functions read, dropped (open_fd's mapping) */
+		if (g->map && i % 4096 == 4095)
+			madvise(g->map, g->map_len, MADV_DONTNEED);
 
 		if (!rd32(g, g->functab + i * 8, &e) ||
 		    !rd32(g, g->functab + i * 8 + 4, &funcoff) ||

@@ -214,6 +214,8 @@ struct op_ksyms *op_ksyms_load(void)
 			k->mods[k->n_mods] = off;
 			last_mod = (uint16_t)k->n_mods++;
 		}
+		/* padding too: the table is written to a spill file whole */
+		memset(&k->syms[k->n], 0, sizeof(k->syms[k->n]));
 		k->syms[k->n].addr = addr;
 		k->syms[k->n].name = blob_add(k, name, nl);
 		k->syms[k->n].mod = mod ? last_mod : 0;
