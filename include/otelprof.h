@@ -408,6 +408,12 @@ struct otelprof_stats {
 	 */
 	uint64_t samples_parked;
 	uint64_t samples_parked_now;
+	/*
+	 * User frames named from their file's symbol tables while its compressed DWARF waits
+	 * for the file to be the innermost frame of OTELPROF_DWARF_AFTER samples (README "Own
+	 * cost"): function names without inline frames, files and lines.
+	 */
+	uint64_t frames_dwarf_deferred;
 };
 
 /* otelprof_get_stats() - copy the counters into @st. Thread-safe. Returns 0 or -EINVAL. */

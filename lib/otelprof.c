@@ -82,6 +82,7 @@ struct loc_cache_ent {
 	uint32_t gen; /* 0: empty */
 	uint32_t loc;
 	bool leaf, unsymbolized;
+	bool deferred; /* named without its file's DWARF, which waits */
 };
 
 /*
@@ -650,6 +651,7 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 	uint32_t mapping = 0;
 	size_t n = 0;
 	struct loc_cache_ent key = { .addr = addr, .leaf = leaf }, *slot = NULL;
+	bool deferred = false;
 	uint32_t loc;
 
 	if (proc) {
@@ -665,8 +667,15 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 		key.offset = vma->offset;
 		key.path_hash = (uint32_t)op_hash_bytes(vma->path, strlen(vma->path));
 		loc = loc_cache_get(p, &key, &slot);
-		if (loc != OP_PROFILE_ERR)
-			return loc;
+		if (loc != OP_PROFILE_ERR) {
+			if (!slot->deferred)
+				return loc;
+			/* named without the DWARF that waits: again once it is read */
+			if (op_file_dwarf_waits(file, leaf)) {
+				p->stats.frames_dwarf_deferred++;
+				return loc;
+			}
+		}
 	}
 	if (vma) {
 		md.memory_start = vma->start;
@@ -687,7 +696,8 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 		uint64_t off = (leaf ? addr : addr - 1) - vma->start + vma->offset, vaddr;
 
 		if (op_file_offset_to_vaddr(file, off, &vaddr) == 0 &&
-		    op_file_symbolize(file, vaddr, &sr) == 0) {
+		    op_file_symbolize_frame(file, vaddr, leaf, &sr) == 0) {
+			deferred = sr.deferred;
 			for (size_t i = 0; i < sr.n && i < OP_MAX_INLINE; i++) {
 				struct op_function_desc fd = {
 					.name = sr.lines[i].name,
@@ -723,6 +733,9 @@ static uint32_t user_location(struct otelprof *p, struct op_proc *proc, uint64_t
 		mapping = op_profile_mapping(p->profile, &md);
 	loc = op_profile_location(p->profile, mapping, addr, lines, n,
 				  file && op_file_is_go(file) ? OP_FRAME_GO : OP_FRAME_NATIVE);
+	if (deferred)
+		p->stats.frames_dwarf_deferred++;
+	key.deferred = deferred;
 	return loc_cache_put(p, slot, &key, loc, !n);
 }
 
@@ -2115,6 +2128,8 @@ OTELPROF_API struct otelprof *otelprof_open(const struct otelprof_opts *opts)
 	pthread_mutex_init(&p->q_lock, NULL);
 	pthread_cond_init(&p->q_cond, NULL);
 	err = validate_opts(opts, &p->opts);
+	if (!err && op_symbolize_config())
+		err = -OTELPROF_ERR_OPTS;
 	if (err)
 		goto fail;
 	if (p->opts.pid_cnt) {

@@ -409,7 +409,8 @@ func (r *profilesReceiver) shutdown(ctx context.Context) error {
 			zap.Uint64("unwind_procs_full", st.UnwindProcsFull),
 			zap.Uint64("unwind_tables_full", st.UnwindTablesFull),
 			zap.Uint64("symbolize_backlog", st.SymbolizeBacklog),
-			zap.Uint64("samples_parked", st.SamplesParked))
+			zap.Uint64("samples_parked", st.SamplesParked),
+			zap.Uint64("frames_dwarf_deferred", st.FramesDWARFDeferred))
 	}
 	r.set.Logger.Info("eBPF profiler stopped", fields...)
 	<-r.monitorDone

@@ -77,6 +77,8 @@ func newTelemetry(set receiver.Settings) (*telemetry, error) {
 		"times a process or an unwind table found no room in the BPF maps, by map")
 	frames := counter("frames", "{frame}", "frames recorded, by kind (kernel, user)")
 	unsym := counter("frames_unsymbolized", "{frame}", "frames left as mapping + address")
+	deferred := counter("frames_dwarf_deferred", "{frame}",
+		"frames named from symbol tables while their file's compressed DWARF waits")
 	offcpu := counter("off_cpu_intervals", "{interval}", "off-CPU intervals recorded")
 	prob := counter("probabilistic_intervals", "{interval}",
 		"probabilistic profiling intervals begun, by sampling (on, off)")
@@ -112,6 +114,7 @@ func newTelemetry(set receiver.Settings) (*telemetry, error) {
 		o.ObserveInt64(frames, i(st.KernelFrames), kind("kind", "kernel"))
 		o.ObserveInt64(frames, i(st.UserFrames), kind("kind", "user"))
 		o.ObserveInt64(unsym, i(st.Unsymbolized))
+		o.ObserveInt64(deferred, i(st.FramesDWARFDeferred))
 		o.ObserveInt64(offcpu, i(st.OffCPUIntervals))
 		o.ObserveInt64(prob, i(st.ProbIntervalsOn), kind("sampling", "on"))
 		o.ObserveInt64(prob, i(st.ProbIntervals-st.ProbIntervalsOn), kind("sampling", "off"))
@@ -123,8 +126,8 @@ func newTelemetry(set receiver.Settings) (*telemetry, error) {
 			o.ObserveInt64(pending, i(st.Samples-st.Collected))
 		}
 		return nil
-	}, taken, lost, dropped, unwindErr, mapsFull, frames, unsym, offcpu, prob, procs, bins,
-		tables, backlog, pending)
+	}, taken, lost, dropped, unwindErr, mapsFull, frames, unsym, deferred, offcpu, prob, procs,
+		bins, tables, backlog, pending)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,13 @@ struct op_file {
 	struct op_rcache_ent *rcache; /* recent results (symbolize.c), NULL until first use */
 	size_t rcache_bytes;
 	struct op_dwarf *dwarf;
+	/*
+	 * Compressed DWARF not read yet (symbolize.c, dwarf_after): its file open here until the
+	 * file's frames have been the innermost of enough samples (dwarf_votes); -1: none waits.
+	 */
+	int dwarf_fd;
+	unsigned int dwarf_votes;
+	bool dwarf_waited; /* its DWARF waited: function names from the symbol tables */
 	struct op_gopcln *gopcln;
 };
 

@@ -605,6 +605,7 @@ static struct op_file *file_new(void)
 	if (!f)
 		return NULL;
 	f->fd = -1;
+	f->dwarf_fd = -1;
 	pthread_mutex_init(&f->lock, NULL);
 	f->refs = 1;
 	return f;

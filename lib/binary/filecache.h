@@ -71,6 +71,8 @@ struct op_sym_line {
 /* Result of symbolizing one address: innermost (inlined) function first. n == 0: unknown. */
 struct op_sym_result {
 	size_t n;
+	/* named without the file's DWARF, which waits (symbolize.h op_file_symbolize_frame) */
+	bool deferred;
 	struct op_sym_line lines[OP_MAX_INLINE];
 };
 

@@ -16,6 +16,11 @@ struct op_dwarf;
 struct op_dwarf *op_dwarf_open(int fd, struct op_file *f);
 void op_dwarf_free(struct op_dwarf *d);
 /*
+ * Whether the ELF file open on @fd has a compressed .debug_info (SHF_COMPRESSED, as
+ * distributions' debug packages and -gz builds): reading its DWARF means inflating it whole.
+ */
+bool op_dwarf_compressed(int fd);
+/*
  * Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open); adds the
  * uncompressed size of the .debug_* sections to *@debug_bytes when non-NULL.
  */

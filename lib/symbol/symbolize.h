@@ -16,6 +16,24 @@
 int op_file_symbolize(struct op_file *f, uint64_t vaddr, struct op_sym_result *out);
 
 /*
+ * The same for a sampled frame (@self: the sample's innermost user frame): a file whose DWARF
+ * is compressed is named from its symbol tables (out->deferred) until its code has been the
+ * innermost frame of OTELPROF_DWARF_AFTER samples (default 16); this call reads it then.
+ */
+int op_file_symbolize_frame(struct op_file *f, uint64_t vaddr, bool self,
+			    struct op_sym_result *out);
+/*
+ * A frame named with out->deferred seen again (its result cached by the caller): counts it
+ * like op_file_symbolize_frame() and returns whether the DWARF still waits (false: look the
+ * frame up again).
+ */
+bool op_file_dwarf_waits(struct op_file *f, bool self);
+/*
+ * OTELPROF_DWARF_AFTER from the environment: 0, or -EINVAL (logged) for a bad value.
+ */
+int op_symbolize_config(void);
+
+/*
  * Whether symbolizing @f gives file:line (DWARF or Go pclntab) and inline frames (DWARF), for
  * the mapping's has_line_numbers / has_inline_frames. Loads the lazy parts if needed.
  */

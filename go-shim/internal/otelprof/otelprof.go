@@ -118,6 +118,10 @@ type Stats struct {
 	// SamplesParked counts samples of processes gone before their exit mappings were read,
 	// held back until the exit record so that their frames are named.
 	SamplesParked uint64
+	// FramesDWARFDeferred counts user frames named from their file's symbol tables while its
+	// compressed DWARF waits for the file to be the innermost frame of enough samples
+	// (OTELPROF_DWARF_AFTER): names without inline frames, files and lines.
+	FramesDWARFDeferred uint64
 }
 
 // ErrUnsupported is returned by Open in builds without cgo or for an OS other than Linux.

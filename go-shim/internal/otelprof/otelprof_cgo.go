@@ -244,6 +244,7 @@ func (p *Profiler) Stats() (Stats, error) {
 		SymbolizeBacklogBytes: uint64(st.symbolize_backlog_bytes),
 		SymbolizeBacklog:      uint64(st.symbolize_backlog),
 		SamplesParked:         uint64(st.samples_parked),
+		FramesDWARFDeferred:   uint64(st.frames_dwarf_deferred),
 	}
 	for i := 1; i < C.OTELPROF_UNWIND_ERROR_MAX; i++ {
 		if n := uint64(st.unwind_errors[i]); n != 0 {
