@@ -69,14 +69,21 @@ $(VMLINUX): | $(DEPS_STAMP)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(GEN)/%.bpf.o,$(BPF_SRCS))
-SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS))
+# sampler_walk: the sampler again without its kfunc externs (OP_WALK_ONLY), for the instances
+# that load only the walk continuations (lib/sample/sampler.c load_split)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(GEN)/%.bpf.o,$(BPF_SRCS)) $(GEN)/sampler_walk.bpf.o
+SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/%.skel.h,$(BPF_SRCS)) $(GEN)/sampler_walk.skel.h
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(GEN) -Ibpf -Iinclude -Wall \
 	-Wno-unused-function -mcpu=v3
 
 $(GEN)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h bpf/*/*.h) $(VMLINUX) | $(DEPS_STAMP)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
+
+$(GEN)/sampler_walk.bpf.o: bpf/sampler.bpf.c $(wildcard bpf/*.h bpf/*/*.h) $(VMLINUX) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DOP_WALK_ONLY -c $< -o $@.tmp.o
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
 
 $(GEN)/%.skel.h: $(GEN)/%.bpf.o

@@ -439,6 +439,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+#ifndef OP_WALK_ONLY
 extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
 				 __u64 addr) __ksym __weak;
 extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
@@ -505,6 +506,17 @@ static __always_inline void send_exit_maps(struct task_struct *task)
 	e->pad = 0;
 	bpf_ringbuf_submit(e, wakeup_flags(false));
 }
+#else
+/*
+ * The build for the instances that load only the walk continuations (lib/sample/sampler.c):
+ * no kfunc externs, which make libbpf parse the kernel's BTF for every instance of the object
+ * whatever it loads. Its on_exit is never loaded.
+ */
+static __always_inline void send_exit_maps(struct task_struct *task)
+{
+	(void)task;
+}
+#endif
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)

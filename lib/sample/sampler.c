@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
+#include <linux/btf.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -20,11 +22,12 @@
 #include "util/log.h"
 #include "sample/sampler.h"
 #include "sampler.skel.h"
+#include "sampler_walk.skel.h"
 
 struct op_sampler {
 	struct sampler_bpf *skel;
 	/* the walk continuations, verified beside skel's (load_split): one instance each */
-	struct sampler_bpf *helper[2];
+	struct sampler_walk_bpf *helper[2];
 	struct ring_buffer *rb;
 	/* exec_events: read before every record of rb (handle_record), so execs jump the queue */
 	struct ring_buffer *exec_rb;
@@ -237,14 +240,18 @@ static void set_alloc(struct sampler_bpf *skel, uint64_t mean, uint32_t inuse_ma
 }
 
 /*
- * Verification is most of the start (0.9 s of CPU on the 2-CPU bench host, before the first
- * sample). The programs are verified in three parts at once, each in its own instance of the
- * object on the same maps: the walk continuations, unwind_native_* (0.17 s) and
- * unwind_interp_* (0.35 s), each in a helper thread, the rest (the sample programs, the
- * runtimes' unwinders: 0.4 s) here. Three threads, not two, also on a host whose other CPU is
- * busy: the scheduler shares CPUs by thread. One more instance, loaded without programs,
- * creates the maps all use and is closed again (the others hold their own descriptors). Any
- * failure: everything in one instance, as before.
+ * Verification is most of the start (1.1 s of CPU on the 2-CPU bench host, before the first
+ * sample). The programs are verified in three parts at once, each in its own instance on the
+ * same maps: the walk continuations, unwind_native_* (0.23 s) and unwind_interp_* (0.32 s),
+ * each in a helper thread, the rest (the sample programs, the runtimes' unwinders: 0.55 s)
+ * here. Three threads, not two, also on a host whose other CPU is busy: the scheduler shares
+ * CPUs by thread. The helpers' instances are of sampler_walk, the same object built without
+ * its kfunc externs (which make libbpf parse the kernel's BTF for an instance whatever it
+ * loads) and given an empty BTF to relocate against (empty_btf): libbpf keeps its copy of the
+ * kernel's BTF (6.8 MiB) in an instance until it is verified, and three at once were most of
+ * the start's peak of memory. One more instance of it, loaded without programs, creates the
+ * maps all use and is closed again (the others hold their own descriptors). Any failure:
+ * everything in one instance, as before.
  */
 #define N_HELPERS 2
 static int helper_of(const char *name)
@@ -257,7 +264,7 @@ static int helper_of(const char *name)
 }
 
 struct helper_load {
-	struct sampler_bpf *skel;
+	struct sampler_walk_bpf *skel;
 	pthread_t th;
 	bool started;
 	int err;
@@ -272,25 +279,28 @@ static double ms_since(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+static void parse_kernel_btf(struct bpf_object *obj);
+
 static void *helper_main(void *arg)
 {
 	struct helper_load *h = arg;
 	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	h->err = sampler_bpf__load(h->skel);
+	parse_kernel_btf(h->skel->obj);
+	h->err = sampler_walk_bpf__load(h->skel);
 	if (h->err > 0)
 		h->err = -h->err;
 	h->ms = ms_since(&t0);
 	return NULL;
 }
 
-/* Instance @b on the maps of the loaded @a (same object, same order). */
-static int share_maps(struct sampler_bpf *a, struct sampler_bpf *b)
+/* Instance @b on the maps of the loaded @a (same maps, same order). */
+static int share_maps(struct bpf_object *a, struct bpf_object *b)
 {
 	struct bpf_map *m = NULL, *n = NULL;
 
-	while ((m = bpf_object__next_map(a->obj, m)) && (n = bpf_object__next_map(b->obj, n)))
+	while ((m = bpf_object__next_map(a, m)) && (n = bpf_object__next_map(b, n)))
 		if (bpf_map__reuse_fd(n, bpf_map__fd(m)))
 			return -errno;
 	return 0;
@@ -301,26 +311,32 @@ static int share_maps(struct sampler_bpf *a, struct sampler_bpf *b)
  * buffer and copying it into another, and holds the copy until its programs are verified.
  * Three parses at once put three of both in memory together: 42 MB of the CLI's 44 MB peak.
  * A tp_btf program's attach target, set here, makes libbpf parse it now (libbpf_find_kernel_btf
- * by way of bpf_program__set_attach_target), one instance after another, so only the copies
- * kept overlap. A failure changes nothing: the load parses it as before.
+ * by way of bpf_program__set_attach_target), one parse at a time, so only the copies kept
+ * overlap: only s->skel's instance has one, unless off-CPU's walk continuations (tp_btf) are
+ * loaded (empty_btf). Nothing for an instance that loads no tp_btf program. A failure changes
+ * nothing: the load parses it as before.
  */
 static void parse_kernel_btf(struct bpf_object *obj)
 {
+	static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 	struct bpf_program *p;
 
 	bpf_object__for_each_program (p, obj) {
 		const char *sec = bpf_program__section_name(p);
 
-		if (!strncmp(sec, "tp_btf/", 7)) {
+		if (bpf_program__autoload(p) && !strncmp(sec, "tp_btf/", 7)) {
+			pthread_mutex_lock(&one_at_a_time);
 			bpf_program__set_attach_target(p, 0, sec + 7);
+			pthread_mutex_unlock(&one_at_a_time);
 			return;
 		}
 	}
 }
 
-static int load_split(struct op_sampler *s)
+static int load_split_on(struct op_sampler *s, const char *btf_path)
 {
-	struct sampler_bpf *maps = sampler_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, o, .btf_custom_path = btf_path);
+	struct sampler_walk_bpf *maps = sampler_walk_bpf__open_opts(&o);
 	struct bpf_program *p = NULL;
 	struct bpf_map *m = NULL, *n = NULL;
 	struct helper_load h[N_HELPERS] = { 0 };
@@ -329,25 +345,27 @@ static int load_split(struct op_sampler *s)
 	int err = -ENOMEM, i;
 
 	for (i = 0; i < N_HELPERS; i++)
-		h[i].skel = sampler_bpf__open();
+		h[i].skel = sampler_walk_bpf__open_opts(&o);
 	if (!maps || !h[0].skel || !h[1].skel)
 		goto whole;
 	/* the maps: the sizes and read-only data set on s->skel, no program */
+	_Static_assert(sizeof(*maps->rodata) == sizeof(*s->skel->rodata),
+		       "sampler_walk: the sampler's read-only data");
 	memcpy(maps->rodata, s->skel->rodata, sizeof(*maps->rodata));
 	while ((m = bpf_object__next_map(s->skel->obj, m)) &&
 	       (n = bpf_object__next_map(maps->obj, n)))
 		bpf_map__set_max_entries(n, bpf_map__max_entries(m));
 	bpf_object__for_each_program (p, maps->obj)
 		bpf_program__set_autoload(p, false);
-	if (sampler_bpf__load(maps))
+	if (sampler_walk_bpf__load(maps))
 		goto whole;
-	if (share_maps(maps, s->skel))
+	if (share_maps(maps->obj, s->skel->obj))
 		goto fail;
 	for (i = 0; i < N_HELPERS; i++)
-		if (share_maps(maps, h[i].skel))
+		if (share_maps(maps->obj, h[i].skel->obj))
 			goto fail;
 	/* the others hold the maps now: its memory (about 1 MiB) back before the loads */
-	sampler_bpf__destroy(maps);
+	sampler_walk_bpf__destroy(maps);
 	maps = NULL;
 	/* each program in one instance: the continuations in their helper, if s->skel loads
 	 * them */
@@ -363,8 +381,6 @@ static int load_split(struct op_sampler *s)
 			bpf_program__set_autoload(p, false);
 	}
 	parse_kernel_btf(s->skel->obj);
-	for (i = 0; i < N_HELPERS; i++)
-		parse_kernel_btf(h[i].skel->obj);
 	for (i = 0; i < N_HELPERS; i++) {
 		if (pthread_create(&h[i].th, NULL, helper_main, &h[i])) {
 			err = -errno;
@@ -387,10 +403,10 @@ join:
 		op_debug("BPF programs verified in %.0f ms (sample programs, runtimes' unwinders), "
 			 "%.0f ms (native walk) and %.0f ms (interpreter walk), at once",
 			 ms, h[0].ms, h[1].ms);
-	sampler_bpf__destroy(maps);
+	sampler_walk_bpf__destroy(maps);
 	if (err) {
 		for (i = 0; i < N_HELPERS; i++)
-			sampler_bpf__destroy(h[i].skel);
+			sampler_walk_bpf__destroy(h[i].skel);
 		/* s->skel shares maps it cannot un-share: the caller opens it again */
 		return err;
 	}
@@ -399,15 +415,53 @@ join:
 	return 0;
 fail:
 	/* s->skel shares maps it cannot un-share: the caller opens it again */
-	sampler_bpf__destroy(maps);
+	sampler_walk_bpf__destroy(maps);
 	for (i = 0; i < N_HELPERS; i++)
-		sampler_bpf__destroy(h[i].skel);
+		sampler_walk_bpf__destroy(h[i].skel);
 	return -EINVAL;
 whole:
-	sampler_bpf__destroy(maps);
+	sampler_walk_bpf__destroy(maps);
 	for (i = 0; i < N_HELPERS; i++)
-		sampler_bpf__destroy(h[i].skel);
+		sampler_walk_bpf__destroy(h[i].skel);
 	return sampler_bpf__load(s->skel);
+}
+
+/*
+ * An empty BTF (its header and the empty string) in a memfd; its path in @path, -1 when it
+ * cannot be made. The instances of sampler_walk (the maps-only one and the walk
+ * continuations) are given it as their btf_custom_path: their programs have no CO-RE
+ * relocation (those of the programs an instance does not load are skipped) and, with
+ * off-CPU off, no BTF attach target, so libbpf relocates against it instead of parsing the
+ * kernel's BTF (5.5 MB read and copied, the copy of 6.8 MiB kept until the instance is
+ * verified). Only s->skel's instance parses it then: the start's peak of memory.
+ */
+static int empty_btf(char *path, size_t len)
+{
+	struct btf_header h = {
+		.magic = BTF_MAGIC, .version = BTF_VERSION, .hdr_len = sizeof(h), .str_len = 1
+	};
+	char str = 0;
+	int fd = memfd_create("otelprof-empty-btf", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || write(fd, &str, 1) != 1) {
+		close(fd);
+		return -1;
+	}
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+static int load_split(struct op_sampler *s)
+{
+	char path[64];
+	int fd = empty_btf(path, sizeof(path)), err;
+
+	err = load_split_on(s, fd >= 0 ? path : NULL);
+	if (fd >= 0)
+		close(fd);
+	return err;
 }
 
 /* The fd of program @name in either instance, or -1 (not loaded). */
@@ -785,7 +839,7 @@ void op_sampler_close(struct op_sampler *s)
 		close(s->wake_fd);
 	sampler_bpf__destroy(s->skel);
 	for (int i = 0; i < N_HELPERS; i++)
-		sampler_bpf__destroy(s->helper[i]);
+		sampler_walk_bpf__destroy(s->helper[i]);
 	free(s->perf_fds);
 	free(s->perf_links);
 	free(s);
