@@ -8,6 +8,7 @@
 #ifndef OTELPROF_FILE_H
 #define OTELPROF_FILE_H
 
+#include <gelf.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -108,6 +109,8 @@ struct op_file {
 	struct op_gopcln *gopcln;
 };
 
+/* filecache.c: the first section of @elf named @want (its header in @out), or NULL. */
+Elf_Scn *op_elf_section(Elf *elf, const char *want, GElf_Shdr *out);
 /* filecache.c: intern a string in the file's pool (deduplicated); NULL on ENOMEM. */
 const char *op_file_intern(struct op_file *f, const char *s);
 /*

@@ -598,6 +598,25 @@ static size_t file_fixed_bytes(const struct op_file *f)
 	       (f->path ? strlen(f->path) : 0) + (f->root ? strlen(f->root) : 0);
 }
 
+Elf_Scn *op_elf_section(Elf *elf, const char *want, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, out))
+			continue;
+		name = elf_strptr(elf, shstrndx, out->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
 static struct op_file *file_new(void)
 {
 	struct op_file *f = calloc(1, sizeof(*f));

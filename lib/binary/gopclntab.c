@@ -135,25 +135,6 @@ static bool header_ok(const uint8_t *p, size_t n)
 	       (p[6] == 1 || p[6] == 2 || p[6] == 4) && (p[7] == 4 || p[7] == 8);
 }
 
-static Elf_Scn *section(Elf *elf, const char *want, GElf_Shdr *out)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, out))
-			continue;
-		name = elf_strptr(elf, shstrndx, out->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The pclntab of @elf: its bytes in the ELF image, file offset and address; NULL if none. */
 static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uint64_t *vaddr)
 {
@@ -161,7 +142,7 @@ static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uin
 	Elf_Scn *scn;
 	Elf_Data *d;
 
-	scn = section(elf, ".gopclntab", &sh);
+	scn = op_elf_section(elf, ".gopclntab", &sh);
 	if (scn && sh.sh_type != SHT_NOBITS) {
 		d = elf_rawdata(scn, NULL);
 		if (d && d->d_buf && header_ok(d->d_buf, d->d_size)) {
@@ -172,7 +153,7 @@ static const uint8_t *find_table(Elf *elf, size_t *size, uint64_t *file_off, uin
 		}
 	}
 	/* PIE/external linking can fold it into .data.rel.ro: find the header */
-	scn = section(elf, ".data.rel.ro", &sh);
+	scn = op_elf_section(elf, ".data.rel.ro", &sh);
 	d = scn && sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
 	if (d && d->d_buf) {
 		for (size_t off = 0; off + 72 <= d->d_size; off += 8)
@@ -293,7 +274,7 @@ static bool parse_header(struct op_gopcln *g, Elf *elf, const uint8_t *base, siz
 		if (g->magic == GO120_MAGIC && md[MD_TEXT] == g->text)
 			set_gofunc(g, elf, md[MD_GOFUNC]);
 	}
-	if (!g->text && section(elf, ".text", &text))
+	if (!g->text && op_elf_section(elf, ".text", &text))
 		g->text = text.sh_addr;
 	return true;
 }

@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/unwind/tables.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "sample/sampler.h"
 #include "sampler.skel.h"
@@ -118,15 +119,13 @@ static int handle_record(void *ctx, void *data, size_t size)
  */
 static int set_unwind_procs(struct sampler_bpf *skel)
 {
-	const char *v = getenv("OTELPROF_UNWIND_MAX_PROCS");
+	const char *v;
 	unsigned long n;
-	char *end;
+	int r = op_env_ulong("OTELPROF_UNWIND_MAX_PROCS", 1, 1u << 22, &n, &v);
 
-	if (!v || !*v)
+	if (r == 0)
 		return 0;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n < 1 || n > (1u << 22)) {
+	if (r < 0) {
 		op_err("OTELPROF_UNWIND_MAX_PROCS=%s: want a number of processes from 1 to %u "
 		       "(unset it for the default 16384)",
 		       v, 1u << 22);

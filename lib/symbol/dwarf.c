@@ -488,31 +488,11 @@ static int offsets_kind(const char *name)
 	return -1;
 }
 
-bool op_dwarf_compressed(int fd)
+bool op_dwarf_compressed(Elf *elf)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	bool z = false;
+	GElf_Shdr sh;
 
-	if (!elf)
-		return false;
-	if (elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (name && !strcmp(name, ".debug_info")) {
-				z = (sh.sh_flags & SHF_COMPRESSED) != 0;
-				break;
-			}
-		}
-	}
-	elf_end(elf);
-	return z;
+	return elf && op_elf_section(elf, ".debug_info", &sh) && (sh.sh_flags & SHF_COMPRESSED);
 }
 
 bool op_dwarf_sane(int fd, size_t *debug_bytes)

@@ -3,6 +3,7 @@
 #ifndef OTELPROF_DWARF_H
 #define OTELPROF_DWARF_H
 
+#include <libelf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,10 +17,10 @@ struct op_dwarf;
 struct op_dwarf *op_dwarf_open(int fd, struct op_file *f);
 void op_dwarf_free(struct op_dwarf *d);
 /*
- * Whether the ELF file open on @fd has a compressed .debug_info (SHF_COMPRESSED, as
- * distributions' debug packages and -gz builds): reading its DWARF means inflating it whole.
+ * Whether @elf has a compressed .debug_info (SHF_COMPRESSED, as distributions' debug packages
+ * and -gz builds): reading its DWARF means inflating it whole.
  */
-bool op_dwarf_compressed(int fd);
+bool op_dwarf_compressed(Elf *elf);
 /*
  * Whether the DWARF 5 unit headers libdwarf trusts are consistent (checked by open); adds the
  * uncompressed size of the .debug_* sections to *@debug_bytes when non-NULL.

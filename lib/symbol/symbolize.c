@@ -24,6 +24,7 @@
 #include "symbol/demangle.h"
 #include "symbol/dwarf.h"
 #include "binary/gopclntab.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "binary/file.h"
 #include "symbol/symbolize.h"
@@ -46,15 +47,13 @@ static unsigned int dwarf_after = DWARF_AFTER_DEFAULT;
 
 int op_symbolize_config(void)
 {
-	const char *v = getenv("OTELPROF_DWARF_AFTER");
+	const char *v;
 	unsigned long n;
-	char *end;
+	int r = op_env_ulong("OTELPROF_DWARF_AFTER", 0, DWARF_AFTER_MAX, &n, &v);
 
-	if (!v || !*v)
+	if (r == 0)
 		return 0;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || n > DWARF_AFTER_MAX) {
+	if (r < 0) {
 		op_err("OTELPROF_DWARF_AFTER=%s: want a number of samples from 0 (read compressed "
 		       "DWARF at a file's first sight) to %u (unset it for the default %u)",
 		       v, DWARF_AFTER_MAX, DWARF_AFTER_DEFAULT);
@@ -165,6 +164,7 @@ static void load_full(struct op_file *f)
 {
 	char found[4096] = "";
 	int dbg_fd = -1, dwarf_fd = -1;
+	bool compressed = false; /* the .debug_info of the DWARF read below is compressed */
 	Elf *elf;
 
 	if (f->fd < 0)
@@ -174,6 +174,7 @@ static void load_full(struct op_file *f)
 	elf = f->is_elf ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
 	if (elf) {
 		op_file_add_elf_symbols(f, elf, false);
+		compressed = f->has_debug_info && op_dwarf_compressed(elf);
 		elf_end(elf);
 	}
 	/* the pool is already counted in f->bytes; count only its growth from here */
@@ -205,13 +206,13 @@ static void load_full(struct op_file *f)
 				/* a stripped binary's static functions are in the debug .symtab */
 				if (!f->has_symtab)
 					op_file_add_elf_symbols(f, elf, false);
+				compressed = op_dwarf_compressed(elf);
 				elf_end(elf);
 			}
 			dwarf_fd = dbg_fd;
 		}
 	}
-	if (dwarf_fd >= 0 && __atomic_load_n(&dwarf_after, __ATOMIC_RELAXED) &&
-	    op_dwarf_compressed(dwarf_fd)) {
+	if (dwarf_fd >= 0 && compressed && __atomic_load_n(&dwarf_after, __ATOMIC_RELAXED)) {
 		/* read when the file's samples ask for it (dwarf_waits); the descriptor kept */
 		f->dwarf_fd = fcntl(dwarf_fd, F_DUPFD_CLOEXEC, 0);
 		f->dwarf_waited = f->dwarf_fd >= 0;
